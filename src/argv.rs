@@ -1,0 +1,1 @@
+//! Claude Code flag grammar (owned by the argv helper).

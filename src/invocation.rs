@@ -1,0 +1,1 @@
+//! Classification of a claude invocation (owned by the argv helper).
