@@ -1,1 +1,416 @@
-//! Classification of a claude invocation (owned by the argv helper).
+//! Classification of a claude invocation: whether the shim may manage its
+//! session, or must pass it through untouched (and why).
+
+use std::ffi::OsString;
+
+use crate::argv::{self, ParsedArgs};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    Text,
+    StreamJson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    StreamJson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `-p/--print`.
+    Print,
+    /// No `-p`, but stream-json in and out: how the Agent SDK drives the CLI.
+    Sdk,
+}
+
+/// Why an invocation is handed to the real CLI unchanged. Flag names are
+/// canonical long names without `--` (as in [`argv::FlagUse::name`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PassReason {
+    Bypass,
+    Interactive,
+    Subcommand(String),
+    Version,
+    Help,
+    /// The caller picks the session itself, so the shim must not pick one.
+    CallerSession(&'static str),
+    /// Resuming is meaningless or sessions live somewhere the shim can't see.
+    Unsupported(&'static str),
+    /// Anything the shim does not understand passes through.
+    Unparsed(String),
+}
+
+impl PassReason {
+    /// One human line, for `claude-shim explain` and logs.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Bypass => "shim bypass requested".to_owned(),
+            Self::Interactive => {
+                "interactive session (neither -p/--print nor Agent SDK stream-json)".to_owned()
+            }
+            Self::Subcommand(name) => format!("`claude {name}` subcommand"),
+            Self::Version => "--version".to_owned(),
+            Self::Help => "--help".to_owned(),
+            Self::CallerSession(flag) => format!("caller chooses the session itself (--{flag})"),
+            Self::Unsupported(flag) => {
+                format!("--{flag} makes resuming meaningless or moves the session elsewhere")
+            }
+            Self::Unparsed(msg) => format!("arguments not understood ({msg})"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Managed {
+    pub mode: Mode,
+    pub input: InputFormat,
+    pub output: OutputFormat,
+    pub args: ParsedArgs,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Class {
+    PassThrough(PassReason),
+    Managed(Managed),
+}
+
+/// Root subcommands, including hidden ones and commander's implicit `help`.
+const SUBCOMMANDS: &[&str] = &[
+    "agents",
+    "attach",
+    "auth",
+    "auto-mode",
+    "config",
+    "doctor",
+    "gateway",
+    "import",
+    "install",
+    "logs",
+    "mcp",
+    "plugin",
+    "plugins",
+    "purge",
+    "respawn",
+    "rm",
+    "setup-token",
+    "stop",
+    "kill",
+    "ultrareview",
+    "update",
+    "upgrade",
+    "migrate-installer",
+    "remote-control",
+    "setup",
+    "help",
+];
+
+/// Flags with which the caller already manages which session runs.
+const CALLER_SESSION: &[&str] = &[
+    "continue",
+    "resume",
+    "session-id",
+    "fork-session",
+    "resume-session-at",
+    "resume-drops-turn",
+    "teleport",
+    "from-pr",
+    "cloud",
+    "remote",
+    "sdk-url",
+    "rewind-files",
+    "session-began-as-copy",
+];
+
+/// Flags after which there is no local, resumable session to manage.
+const UNSUPPORTED: &[&str] = &[
+    "no-session-persistence",
+    "bg",
+    "worktree",
+    "tmux",
+    "init-only",
+    "remote-control",
+    "rc",
+    "desktop",
+];
+
+/// `args` is argv without argv[0]; `bypass` is the user's opt-out.
+pub fn classify(args: &[OsString], bypass: bool) -> Class {
+    match classify_inner(args, bypass) {
+        Ok(managed) => Class::Managed(managed),
+        Err(reason) => Class::PassThrough(reason),
+    }
+}
+
+fn classify_inner(args: &[OsString], bypass: bool) -> Result<Managed, PassReason> {
+    if bypass {
+        return Err(PassReason::Bypass);
+    }
+    let parsed = argv::parse(args).map_err(|e| {
+        // Subcommands have options the root grammar doesn't know
+        // (`claude mcp add -s user ...`); name the subcommand rather than
+        // the flag when it leads, as it almost always does.
+        match args.first().and_then(|a| a.to_str()) {
+            Some(first) if SUBCOMMANDS.contains(&first) => PassReason::Subcommand(first.to_owned()),
+            _ => PassReason::Unparsed(e.to_string()),
+        }
+    })?;
+    if parsed.has("help") {
+        return Err(PassReason::Help);
+    }
+    if parsed.has("version") {
+        return Err(PassReason::Version);
+    }
+    if let Some(first) = parsed.positionals.iter().find(|p| !p.after_dashdash) {
+        if SUBCOMMANDS.contains(&first.value.as_str()) {
+            return Err(PassReason::Subcommand(first.value.clone()));
+        }
+    }
+
+    let input = parsed.value("input-format");
+    let output = parsed.value("output-format");
+    let mode = if parsed.has("print") {
+        Mode::Print
+    } else if input == Some("stream-json") && output == Some("stream-json") {
+        Mode::Sdk
+    } else {
+        return Err(PassReason::Interactive);
+    };
+
+    // The first such flag in argv order is the one reported.
+    let first_of = |names: &[&str]| {
+        parsed
+            .flags
+            .iter()
+            .map(|u| u.name)
+            .find(|name| names.contains(name))
+    };
+    if let Some(flag) = first_of(CALLER_SESSION) {
+        return Err(PassReason::CallerSession(flag));
+    }
+    if let Some(flag) = first_of(UNSUPPORTED) {
+        return Err(PassReason::Unsupported(flag));
+    }
+
+    let input = match input {
+        None | Some("text") => InputFormat::Text,
+        Some("stream-json") => InputFormat::StreamJson,
+        Some(other) => return Err(invalid_choice("input-format", other)),
+    };
+    let output = match output {
+        None | Some("text") => OutputFormat::Text,
+        Some("json") => OutputFormat::Json,
+        Some("stream-json") => OutputFormat::StreamJson,
+        Some(other) => return Err(invalid_choice("output-format", other)),
+    };
+    Ok(Managed {
+        mode,
+        input,
+        output,
+        args: parsed,
+    })
+}
+
+/// The real CLI rejects these too (commander `choices`), so don't touch them.
+fn invalid_choice(flag: &str, value: &str) -> PassReason {
+    PassReason::Unparsed(format!("invalid --{flag} value '{value}'"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStringExt;
+
+    /// Splits a command line on spaces; `''` stands for an empty argument.
+    fn words(line: &str) -> Vec<OsString> {
+        let word = |w| if w == "''" { "" } else { w };
+        line.split_whitespace().map(|w| word(w).into()).collect()
+    }
+
+    /// `CallerSession(resume)` for a pass-through, `Print Text Json` for a
+    /// managed run.
+    fn render(class: &Class) -> String {
+        match class {
+            Class::PassThrough(reason) => format!("{reason:?}").replace('"', ""),
+            Class::Managed(m) => format!("{:?} {:?} {:?}", m.mode, m.input, m.output),
+        }
+    }
+
+    const M: &str = "claude-sonnet-4";
+
+    #[test]
+    fn classify_table() {
+        let cases: &[(&str, &str)] = &[
+            ("--bogus", "Unparsed(unknown flag --bogus)"),
+            ("--verbose=1 -p", "Unparsed(flag --verbose takes no value)"),
+            ("-p --model", "Unparsed(flag --model needs a value)"),
+            ("-h", "Help"),
+            ("-p --help", "Help"),
+            ("-v", "Version"),
+            ("--version", "Version"),
+            ("", "Interactive"),
+            ("hello", "Interactive"),
+            ("--model claude-sonnet-4 hi", "Interactive"),
+            ("--output-format stream-json", "Interactive"),
+            ("--input-format stream-json", "Interactive"),
+            (
+                "--input-format stream-json --output-format json",
+                "Interactive",
+            ),
+            ("-c", "Interactive"),
+            // Subcommands, wherever the first positional sits.
+            ("mcp list", "Subcommand(mcp)"),
+            ("--verbose doctor", "Subcommand(doctor)"),
+            ("-p update", "Subcommand(update)"),
+            ("help", "Subcommand(help)"),
+            ("mcp add -s user x", "Subcommand(mcp)"),
+            // ...but not as a prompt after `--`, an option value, or later.
+            ("-p -- mcp", "Print Text Text"),
+            ("-p --model mcp", "Print Text Text"),
+            ("-p hello mcp", "Print Text Text"),
+            // Caller-managed sessions, reported by canonical name.
+            ("-p -c hi", "CallerSession(continue)"),
+            ("-pc", "CallerSession(continue)"),
+            ("-p -r hello", "CallerSession(resume)"),
+            ("-p --session-id u", "CallerSession(session-id)"),
+            ("-p --fork-session", "CallerSession(fork-session)"),
+            ("-p --teleport", "CallerSession(teleport)"),
+            ("-p --from-pr 12", "CallerSession(from-pr)"),
+            ("-p --cloud", "CallerSession(cloud)"),
+            ("-p --remote", "CallerSession(remote)"),
+            ("-p --sdk-url ws://x", "CallerSession(sdk-url)"),
+            ("-p --rewind-files m", "CallerSession(rewind-files)"),
+            (
+                "-p --resume-session-at m",
+                "CallerSession(resume-session-at)",
+            ),
+            ("-p --bg -r x", "CallerSession(resume)"),
+            // Unsupported, aliases included.
+            (
+                "-p --no-session-persistence",
+                "Unsupported(no-session-persistence)",
+            ),
+            ("-p --background", "Unsupported(bg)"),
+            ("-p -w", "Unsupported(worktree)"),
+            ("-p --tmux -w x", "Unsupported(tmux)"),
+            ("-p --init-only", "Unsupported(init-only)"),
+            ("-p --rc", "Unsupported(rc)"),
+            ("-p --remote-control n", "Unsupported(remote-control)"),
+            ("-p --desktop", "Unsupported(desktop)"),
+            // Format values.
+            (
+                "-p --output-format yaml",
+                "Unparsed(invalid --output-format value 'yaml')",
+            ),
+            (
+                "-p --input-format=json",
+                "Unparsed(invalid --input-format value 'json')",
+            ),
+            ("-p --output-format json hi", "Print Text Json"),
+            (
+                "-p --output-format=text --input-format text",
+                "Print Text Text",
+            ),
+            (
+                "-p --output-format json --output-format stream-json",
+                "Print Text StreamJson",
+            ),
+            ("hi --print", "Print Text Text"),
+            // Real client invocations.
+            (
+                "-p --output-format stream-json --verbose --include-partial-messages \
+                 --model claude-sonnet-4 --no-session-persistence",
+                "Unsupported(no-session-persistence)",
+            ),
+            (
+                "--print --output-format stream-json --verbose \
+                 --include-partial-messages --model claude-sonnet-4 -- prompt",
+                "Print Text StreamJson",
+            ),
+            (
+                "--system-prompt SP --verbose --output-format stream-json \
+                 --disallowedTools Bash Edit --max-turns 1 --model claude-sonnet-4 -p",
+                "Print Text StreamJson",
+            ),
+            (
+                "-p --input-format stream-json --output-format stream-json --verbose \
+                 --model claude-sonnet-4 --add-dir a b --permission-mode acceptEdits",
+                "Print StreamJson StreamJson",
+            ),
+            (
+                "--output-format stream-json --verbose --input-format stream-json \
+                 --max-thinking-tokens 0 --model claude-sonnet-4 \
+                 --permission-prompt-tool stdio --setting-sources '' --resume=abc",
+                "CallerSession(resume)",
+            ),
+            (
+                "--output-format stream-json --verbose --input-format stream-json \
+                 --max-thinking-tokens 0 --model claude-sonnet-4 \
+                 --permission-prompt-tool stdio --setting-sources ''",
+                "Sdk StreamJson StreamJson",
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(
+                render(&classify(&words(args), false)),
+                *want,
+                "args: {args}"
+            );
+        }
+    }
+
+    #[test]
+    fn bypass_wins_over_everything() {
+        let class = classify(&words("-p --bogus"), true);
+        assert_eq!(class, Class::PassThrough(PassReason::Bypass));
+    }
+
+    #[test]
+    fn managed_keeps_the_parse() {
+        let args = words("--print --model claude-sonnet-4 -- prompt");
+        let Class::Managed(m) = classify(&args, false) else {
+            panic!("expected Managed");
+        };
+        assert_eq!(m.args.value("model"), Some(M));
+        assert_eq!(m.args.dashdash, Some(3));
+        assert_eq!(m.args.positionals[0].value, "prompt");
+        assert!(m.args.positionals[0].after_dashdash);
+    }
+
+    #[test]
+    fn non_utf8_passes_through() {
+        let args = vec![OsString::from("-p"), OsString::from_vec(vec![0xff])];
+        assert_eq!(
+            classify(&args, false),
+            Class::PassThrough(PassReason::Unparsed(
+                "argument 1 is not valid UTF-8".to_owned()
+            ))
+        );
+    }
+
+    #[test]
+    fn every_reason_describes_itself() {
+        let reasons = [
+            PassReason::Bypass,
+            PassReason::Interactive,
+            PassReason::Subcommand("mcp".to_owned()),
+            PassReason::Version,
+            PassReason::Help,
+            PassReason::CallerSession("resume"),
+            PassReason::Unsupported("bg"),
+            PassReason::Unparsed("unknown flag --x".to_owned()),
+        ];
+        for reason in reasons {
+            let line = reason.describe();
+            assert!(
+                !line.is_empty() && !line.contains('\n'),
+                "{reason:?}: {line}"
+            );
+        }
+        assert!(PassReason::CallerSession("resume")
+            .describe()
+            .contains("--resume"));
+    }
+}
