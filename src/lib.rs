@@ -2,4 +2,17 @@
 //! replayed conversation already lives in. See README.md for the flow.
 
 pub mod argv;
+pub mod cli;
+pub mod env;
+pub mod guard;
 pub mod invocation;
+pub mod locate;
+pub mod log;
+pub mod observe;
+pub mod passthrough;
+pub mod probe;
+pub mod prompt;
+pub mod runner;
+pub mod shim;
+pub mod store;
+pub mod turn;

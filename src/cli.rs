@@ -1,0 +1,48 @@
+//! The management face, `claude-shim <command>`.
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::Path;
+
+fn env_help() -> String {
+    let mut s = String::from("Environment:\n");
+    for (name, what) in crate::env::ALL {
+        s.push_str(&format!("  {name:<22} {what}\n"));
+    }
+    s
+}
+
+#[derive(Parser)]
+#[command(
+    name = "claude-shim",
+    version,
+    about = "A drop-in `claude` that resumes the session a replayed conversation already lives in",
+    after_help = env_help()
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run as the shim: `claude-shim run -- <claude args…>` (for shell aliases).
+    Run {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
+}
+
+pub fn main(args: Vec<OsString>) -> ! {
+    let cli = Cli::parse_from(args);
+    match cli.command {
+        Command::Run { mut args } => {
+            // clap keeps a leading `--` in a trailing var arg; claude must not see it.
+            if args.first().is_some_and(|a| a == "--") {
+                args.remove(0);
+            }
+            let me = std::env::current_exe().unwrap_or_else(|_| "claude-shim".into());
+            crate::shim::main(Path::new(&me), args)
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Every environment variable the shim reads, each in one typed getter.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Path of the real `claude`; wins over the PATH search.
+pub const REAL: &str = "CLAUDE_SHIM_REAL";
+/// `1`: exec the real binary at once, touching nothing.
+pub const BYPASS: &str = "CLAUDE_SHIM_BYPASS";
+/// Data directory (database, logs).
+pub const HOME: &str = "CLAUDE_SHIM_HOME";
+/// `1`: run this turn fresh with the full transcript (still pinned).
+pub const FRESH: &str = "CLAUDE_SHIM_FRESH";
+/// `keep` | `dedupe`: whether an unchanged preamble is sent again on resume.
+pub const PREAMBLE: &str = "CLAUDE_SHIM_PREAMBLE";
+/// Force one dialect by name.
+pub const DIALECT: &str = "CLAUDE_SHIM_DIALECT";
+/// Debug log file; never the caller's streams.
+pub const LOG: &str = "CLAUDE_SHIM_LOG";
+/// Recursion guard set on every child: `<depth>:<pid of the shim>`.
+pub const GUARD: &str = "CLAUDE_SHIM_GUARD";
+
+/// All variables with a one-line description, for `--help` and the README.
+pub const ALL: &[(&str, &str)] = &[
+    (HOME, "data directory (default $XDG_DATA_HOME/claude-shim or ~/.local/share/claude-shim)"),
+    (REAL, "path of the real claude (default: next `claude` on PATH after the shim)"),
+    (FRESH, "1 = run this turn fresh with the full transcript (it is still pinned)"),
+    (BYPASS, "1 = exec the real claude directly, the shim does nothing"),
+    (PREAMBLE, "keep | dedupe (default): resend an unchanged preamble on resume or not"),
+    (DIALECT, "force a transcript dialect by name instead of detecting it"),
+    (LOG, "append debug lines to this file (never to the caller's streams)"),
+];
+
+fn var_os(name: &str) -> Option<OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+fn flag(name: &str) -> bool {
+    matches!(
+        std::env::var(name).as_deref().map(str::trim),
+        Ok("1" | "true" | "yes" | "on")
+    )
+}
+
+pub fn bypass() -> bool {
+    flag(BYPASS)
+}
+
+pub fn fresh() -> bool {
+    flag(FRESH)
+}
+
+pub fn real() -> Option<PathBuf> {
+    var_os(REAL).map(PathBuf::from)
+}
+
+pub fn log_file() -> Option<PathBuf> {
+    var_os(LOG).map(PathBuf::from)
+}
+
+pub fn dialect() -> Option<String> {
+    std::env::var(DIALECT).ok().filter(|v| !v.is_empty())
+}
+
+/// Preamble policy; anything unrecognised means the default (dedupe).
+pub fn preamble_keep() -> bool {
+    std::env::var(PREAMBLE).is_ok_and(|v| v.trim().eq_ignore_ascii_case("keep"))
+}
+
+/// The data directory: `CLAUDE_SHIM_HOME`, else `$XDG_DATA_HOME/claude-shim`,
+/// else `~/.local/share/claude-shim`.
+pub fn data_dir() -> Option<PathBuf> {
+    if let Some(dir) = var_os(HOME) {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(xdg) = var_os("XDG_DATA_HOME") {
+        return Some(PathBuf::from(xdg).join("claude-shim"));
+    }
+    var_os("HOME").map(|h| PathBuf::from(h).join(".local/share/claude-shim"))
+}
+
+/// Claude Code's config dir: `CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_config_dir() -> Option<PathBuf> {
+    if let Some(dir) = var_os("CLAUDE_CONFIG_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    var_os("HOME").map(|h| PathBuf::from(h).join(".claude"))
+}
+
+/// The recursion guard as found on entry: (depth, pid of the shim that set it).
+pub fn guard() -> Option<(u32, u32)> {
+    let raw = std::env::var(GUARD).ok()?;
+    let (depth, pid) = raw.split_once(':')?;
+    Some((depth.parse().ok()?, pid.parse().ok()?))
+}

@@ -1,0 +1,190 @@
+//! Spawn the real claude, feed its stdin, tee its output, relay signals, and
+//! report how it ended.
+
+pub mod signals;
+pub mod tee;
+
+use crate::invocation::OutputFormat;
+use crate::observe::{Observation, Observer};
+use nix::sys::signal::Signal;
+use std::ffi::OsString;
+use std::io::{BufRead, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// What the child reads on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdinPlan {
+    /// Our stdin as it is (the shim never read it).
+    Inherit,
+    /// These bytes, then end of input.
+    Bytes(Vec<u8>),
+    /// These bytes, then whatever the caller writes later, until EOF
+    /// (stream-json input stays open for tool answers and control responses).
+    BytesThenForward(Vec<u8>),
+}
+
+pub struct Spec {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub stdin: StdinPlan,
+    pub output: OutputFormat,
+    /// Hold output until the run proves itself (a resume attempt).
+    pub hold: bool,
+    /// Recursion-guard value for the child's environment.
+    pub guard: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(Signal),
+}
+
+impl Exit {
+    pub fn success(self) -> bool {
+        self == Exit::Code(0)
+    }
+
+    /// End this process the way the child ended.
+    pub fn reproduce(self) -> ! {
+        match self {
+            Exit::Code(code) => std::process::exit(code),
+            Exit::Signal(sig) => signals::die_by(sig),
+        }
+    }
+
+    /// For logs and the runs table: the code, or -signal.
+    pub fn as_i32(self) -> i32 {
+        match self {
+            Exit::Code(c) => c,
+            Exit::Signal(s) => -(s as i32),
+        }
+    }
+}
+
+pub struct Finished {
+    pub exit: Exit,
+    pub observation: Observation,
+    hold: tee::SharedHold,
+}
+
+impl Finished {
+    /// Whether any output of this run reached the caller.
+    pub fn released(&self) -> bool {
+        tee::released(&self.hold)
+    }
+
+    /// Give the caller whatever was held back.
+    pub fn release(&self) {
+        tee::commit(&self.hold)
+    }
+
+    /// Forget the held output (the run is being retried).
+    pub fn discard(&self) {
+        tee::discard(&self.hold)
+    }
+}
+
+/// Install signal blocking and the relay thread; call once, before `run`.
+pub fn prepare_signals(child: &signals::ChildPid) -> std::io::Result<()> {
+    signals::block().map_err(std::io::Error::from)?;
+    signals::relay(child.clone())
+}
+
+/// Run the child to completion. An error means it could not be started.
+pub fn run(spec: Spec, child_pid: &signals::ChildPid) -> std::io::Result<Finished> {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .env(crate::env::GUARD, &spec.guard)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(match spec.stdin {
+            StdinPlan::Inherit => Stdio::inherit(),
+            _ => Stdio::piped(),
+        });
+    let parent = nix::unistd::getpid();
+    // SAFETY: only async-signal-safe calls (sigaction, sigprocmask, prctl,
+    // getppid, kill) run between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            signals::reset_for_child()?;
+            // The child dies with the shim, even by SIGKILL.
+            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+            if nix::unistd::getppid() != parent {
+                let _ = nix::sys::signal::raise(Signal::SIGTERM);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    child_pid.set(child.id() as i32);
+
+    let hold = tee::Hold::new(spec.hold);
+    let feeder = child.stdin.take().map(|stdin| feed(stdin, spec.stdin.clone()));
+    let err_thread = child.stderr.take().map(|from| {
+        let hold = hold.clone();
+        std::thread::spawn(move || tee::copy(from, tee::Stream::Err, hold, None, |_| false))
+    });
+    let out_thread = child.stdout.take().map(|from| {
+        let hold = hold.clone();
+        let observer = Observer::new(spec.output);
+        std::thread::spawn(move || {
+            // A stream-json init event means the CLI accepted the session.
+            let proven = |o: &Observer| o.observation().init_session.is_some();
+            tee::copy(from, tee::Stream::Out, hold, Some(observer), proven)
+        })
+    });
+
+    let status = child.wait();
+    child_pid.clear();
+    let status = status?;
+    let observer = out_thread.and_then(|t| t.join().ok()).flatten();
+    if let Some(t) = err_thread {
+        let _ = t.join();
+    }
+    // A feeder still waiting on the caller's stdin is left behind on purpose.
+    drop(feeder);
+    let exit = match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(sig)) => Signal::try_from(sig).map_or(Exit::Code(128 + sig), Exit::Signal),
+        (None, None) => Exit::Code(1),
+    };
+    Ok(Finished {
+        exit,
+        observation: observer.map(Observer::finish).unwrap_or_default(),
+        hold,
+    })
+}
+
+/// Write the planned stdin on its own thread; EPIPE (the child stopped
+/// reading) simply ends it.
+fn feed(mut to: std::process::ChildStdin, plan: StdinPlan) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (first, forward) = match plan {
+            StdinPlan::Inherit => return,
+            StdinPlan::Bytes(b) => (b, false),
+            StdinPlan::BytesThenForward(b) => (b, true),
+        };
+        if to.write_all(&first).is_err() || !forward {
+            return;
+        }
+        let stdin = std::io::stdin();
+        let mut stdin = stdin.lock();
+        loop {
+            let n = match stdin.fill_buf() {
+                Ok([]) => break,
+                Ok(buf) => {
+                    if to.write_all(buf).is_err() {
+                        break;
+                    }
+                    buf.len()
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            stdin.consume(n);
+        }
+    })
+}

@@ -1,0 +1,100 @@
+//! Signal handling around a spawned child: forward what the caller sends us,
+//! and die the way the child died.
+
+use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
+use nix::unistd::Pid;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+/// Signals relayed to the child. SIGINT is special-cased (see `forward_int`).
+pub const FORWARDED: [Signal; 7] = [
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
+    Signal::SIGINT,
+];
+
+fn forwarded_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in FORWARDED {
+        set.add(s);
+    }
+    set
+}
+
+/// Block the forwarded signals in this thread (and so in every thread spawned
+/// after it); the relay thread receives them with `sigwait`. Call before
+/// spawning any thread.
+pub fn block() -> nix::Result<()> {
+    signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&forwarded_set()), None)
+}
+
+/// In the child between fork and exec: the caller's dispositions, not ours.
+/// Rust ignores SIGPIPE at start-up and we block the forwarded set; neither
+/// may leak into the real CLI.
+pub fn reset_for_child() -> nix::Result<()> {
+    // SAFETY: setting SIG_DFL installs no Rust handler.
+    unsafe { signal::signal(Signal::SIGPIPE, SigHandler::SigDfl) }?;
+    signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
+}
+
+/// Shared child pid; 0 once the child is reaped so nothing is sent to a
+/// recycled pid.
+#[derive(Clone, Default)]
+pub struct ChildPid(Arc<AtomicI32>);
+
+impl ChildPid {
+    pub fn set(&self, pid: i32) {
+        self.0.store(pid, Ordering::SeqCst)
+    }
+    pub fn clear(&self) {
+        self.0.store(0, Ordering::SeqCst)
+    }
+    fn get(&self) -> Option<Pid> {
+        Some(self.0.load(Ordering::SeqCst)).filter(|&p| p > 0).map(Pid::from_raw)
+    }
+}
+
+/// Start the relay thread. It lives until the process exits.
+pub fn relay(child: ChildPid) -> std::io::Result<()> {
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        let set = forwarded_set();
+        while let Ok(sig) = set.wait() {
+            if sig == Signal::SIGINT && !forward_int() {
+                continue;
+            }
+            if let Some(pid) = child.get() {
+                let _ = signal::kill(pid, sig);
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// A terminal's Ctrl-C already reaches every process of the foreground group,
+/// the child included; forwarding it too would deliver it twice. Otherwise
+/// (background, no terminal, or `kill -INT` from a script) forward it.
+fn forward_int() -> bool {
+    let pgrp = nix::unistd::getpgrp();
+    let in_foreground = [0, 1, 2].iter().any(|&fd| {
+        // SAFETY: fds 0-2 are borrowed only for this call.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        nix::unistd::tcgetpgrp(fd).is_ok_and(|fg| fg == pgrp)
+    });
+    !in_foreground
+}
+
+/// Terminate this process by `sig`, as the child was, so the caller's `$?`
+/// (and WIFSIGNALED) is identical. Falls back to 128+sig if we survive.
+pub fn die_by(sig: Signal) -> ! {
+    // SAFETY: restoring the default disposition installs no Rust handler.
+    let _ = unsafe { signal::signal(sig, SigHandler::SigDfl) };
+    let mut set = SigSet::empty();
+    set.add(sig);
+    let _ = signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
+    let _ = signal::raise(sig);
+    std::process::exit(128 + sig as i32)
+}

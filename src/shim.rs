@@ -1,0 +1,41 @@
+//! The shim face: classify the invocation, then exec the real claude
+//! untouched or run a managed turn.
+
+use crate::guard::{self, Verdict};
+use crate::invocation::{self, Class};
+use crate::{debug, env, locate, passthrough, turn};
+use std::ffi::OsString;
+use std::path::Path;
+
+pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
+    let pid = std::process::id();
+    let ppid = nix::unistd::getppid().as_raw() as u32;
+    let guard = match guard::check(env::guard(), pid, ppid) {
+        Verdict::Ok { next } => next,
+        Verdict::Loop(why) => {
+            eprintln!("claude-shim: refusing to loop: {why}");
+            std::process::exit(126)
+        }
+    };
+    let real = match locate::real_claude(invoked_as) {
+        Ok(real) => real,
+        Err(e) => {
+            eprintln!("claude-shim: {e}");
+            std::process::exit(127)
+        }
+    };
+    match invocation::classify(&args, env::bypass()) {
+        Class::PassThrough(reason) => {
+            debug!("pass-through ({}) to {}", reason.describe(), real.display());
+            exec_or_die(&real, &args, &guard)
+        }
+        Class::Managed(managed) => turn::run(&real, args, managed, &guard),
+    }
+}
+
+/// exec the real binary; if even that fails, say so the way a shell would.
+pub fn exec_or_die(real: &Path, args: &[OsString], guard: &str) -> ! {
+    let err = passthrough::exec(real, args, guard);
+    eprintln!("claude-shim: cannot run {}: {err}", real.display());
+    std::process::exit(if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 })
+}

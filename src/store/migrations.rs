@@ -1,0 +1,66 @@
+//! Append-only schema migrations; `user_version` counts those applied.
+//! Never edit a shipped entry: add a new one.
+
+use anyhow::Result;
+use rusqlite::Connection;
+
+const MIGRATIONS: &[&str] = &[
+    // 1: capability cache and runs log.
+    "CREATE TABLE capabilities (
+        path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+        version TEXT NOT NULL,
+        resume INTEGER NOT NULL, fork_session INTEGER NOT NULL,
+        session_id INTEGER NOT NULL, resume_session_at INTEGER NOT NULL,
+        probed_at INTEGER NOT NULL,
+        PRIMARY KEY (path, size, mtime_ns));
+     CREATE TABLE runs (
+        id INTEGER PRIMARY KEY, at INTEGER NOT NULL, cwd TEXT NOT NULL,
+        kind TEXT NOT NULL, exit INTEGER, bytes_in INTEGER NOT NULL, bytes_sent INTEGER NOT NULL,
+        input_tokens INTEGER, cache_write_tokens INTEGER, cache_read_tokens INTEGER,
+        output_tokens INTEGER, cost_usd REAL, session TEXT, note TEXT);
+     CREATE INDEX runs_at ON runs(at);",
+    // 2: pins (one per conversation node and reply) and session heads/leases.
+    "CREATE TABLE pins (
+        id INTEGER PRIMARY KEY,
+        scope TEXT NOT NULL, chain TEXT NOT NULL, session TEXT NOT NULL,
+        assistant_uuid TEXT, reply_hashes TEXT NOT NULL, preamble_hash TEXT,
+        turns INTEGER NOT NULL, cwd TEXT NOT NULL,
+        created_at INTEGER NOT NULL, reply_preview TEXT);
+     CREATE INDEX pins_node ON pins(scope, chain);
+     CREATE INDEX pins_session ON pins(session);
+     CREATE TABLE sessions (
+        session TEXT PRIMARY KEY, head_uuid TEXT,
+        lease_pid INTEGER, lease_until INTEGER);",
+];
+
+pub const COUNT: usize = MIGRATIONS.len();
+
+/// Apply what is missing. Each step re-reads the version inside an
+/// IMMEDIATE transaction, so concurrent first runs cannot apply one twice.
+pub fn apply(conn: &Connection) -> Result<()> {
+    let version = |c: &Connection| -> rusqlite::Result<usize> {
+        c.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
+            .map(|v| v.max(0) as usize)
+    };
+    if version(conn)? >= COUNT {
+        return Ok(());
+    }
+    loop {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let done = version(conn)?;
+        let Some(sql) = MIGRATIONS.get(done) else {
+            conn.execute_batch("COMMIT")?;
+            return Ok(());
+        };
+        let step = conn
+            .execute_batch(sql)
+            .and_then(|()| conn.pragma_update(None, "user_version", (done + 1) as i64));
+        match step {
+            Ok(()) => conn.execute_batch("COMMIT")?,
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(e.into());
+            }
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The shim's SQLite database: capability cache, runs log, pins, leases.
+//! Every failure here is reported to the caller of these functions, who logs
+//! it and carries on without the store (the turn runs as without the shim).
+
+mod migrations;
+pub mod caps;
+pub mod pins;
+pub mod runs;
+
+use anyhow::{bail, Context, Result};
+use rusqlite::Connection;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const DB_FILE: &str = "shim.db";
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Store {
+    pub conn: Connection,
+    pub path: PathBuf,
+}
+
+impl Store {
+    /// Open (creating if needed) `<dir>/shim.db`: dir 0700, file 0600, WAL,
+    /// busy timeout, migrations applied.
+    pub fn open_in(dir: &Path) -> Result<Store> {
+        ensure_private_dir(dir)?;
+        let path = dir.join(DB_FILE);
+        let existed = path.exists();
+        let conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        if !existed {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        }
+        check_private_file(&path)?;
+        Self::setup(conn, path)
+    }
+
+    /// An in-memory store for unit tests.
+    pub fn in_memory() -> Result<Store> {
+        Self::setup(Connection::open_in_memory()?, PathBuf::from(":memory:"))
+    }
+
+    /// The default location from the environment.
+    pub fn open_default() -> Result<Store> {
+        let dir = crate::env::data_dir().context("no data directory (HOME unset)")?;
+        Self::open_in(&dir)
+    }
+
+    fn setup(conn: Connection, path: PathBuf) -> Result<Store> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrations::apply(&conn)?;
+        Ok(Store { conn, path })
+    }
+
+    pub fn schema_version(&self) -> Result<i64> {
+        Ok(self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+    }
+}
+
+/// Create the data dir 0700, or check an existing one is ours and private.
+fn ensure_private_dir(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let meta = std::fs::metadata(dir)?;
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        bail!("{} is owned by another user", dir.display());
+    }
+    if meta.mode() & 0o022 != 0 {
+        bail!("{} is writable by others (want 0700)", dir.display());
+    }
+    Ok(())
+}
+
+fn check_private_file(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path)?;
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        bail!("{} is owned by another user", path.display());
+    }
+    if meta.mode() & 0o077 != 0 {
+        bail!("{} is readable or writable by others (want 0600)", path.display());
+    }
+    Ok(())
+}
+
+/// Seconds since the epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_private_dir_and_file_and_migrates() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("data");
+        let store = Store::open_in(&dir).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::metadata(&store.path).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(store.schema_version().unwrap(), migrations::COUNT as i64);
+        drop(store);
+        // Reopening is idempotent.
+        assert!(Store::open_in(&dir).is_ok());
+    }
+
+    #[test]
+    fn refuses_a_shared_dir_and_garbage() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(Store::open_in(t.path()).is_err());
+        let t = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let db = t.path().join(DB_FILE);
+        std::fs::write(&db, vec![0x42u8; 8192]).unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(Store::open_in(t.path()).is_err());
+    }
+}
