@@ -38,6 +38,8 @@ pub struct Observation {
     /// Text blocks of assistant events, in order.
     pub assistant_texts: Vec<String>,
     pub result: Option<ResultEvent>,
+    /// Result events seen (an SDK session may answer several messages).
+    pub results: usize,
     /// Text mode: stdout as printed (None when over the cap or not text mode).
     pub text: Option<String>,
     /// Bytes seen on stdout.
@@ -148,7 +150,10 @@ impl Observer {
                     }
                 }
             }
-            Some("result") => self.obs.result = Some(result_event(e)),
+            Some("result") => {
+                self.obs.results += 1;
+                self.obs.result = Some(result_event(e));
+            }
             _ => {}
         }
     }

@@ -7,7 +7,8 @@ use crate::argv::ParsedArgs;
 use crate::invocation::InputFormat;
 use serde_json::Value;
 use std::ffi::OsString;
-use std::io::{BufRead, IsTerminal, Read};
+use std::io::{IsTerminal, Read};
+use std::time::Duration;
 
 /// The prompt as found, with what is needed to replay the input untouched.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,10 +18,12 @@ pub enum Prompt {
     /// All of stdin (text input format).
     Stdin { bytes: Vec<u8> },
     /// stream-json input: `before` (control lines) was read ahead of the
-    /// user line; the rest of stdin is forwarded later.
-    StreamJson { before: Vec<u8>, line: Vec<u8> },
-    /// Nothing the shim can read (stdin is a terminal, or stream-json input
-    /// ended before a user message); `bytes` is what was consumed.
+    /// user line, `after` is input already read past it; the rest of stdin
+    /// is forwarded live.
+    StreamJson { before: Vec<u8>, line: Vec<u8>, after: Vec<u8> },
+    /// Nothing the shim can read: stdin is a terminal (`inherit`), or
+    /// stream-json input ended or paused before a user message; `bytes` is
+    /// what was consumed.
     None { bytes: Vec<u8>, inherit: bool },
 }
 
@@ -60,7 +63,7 @@ pub fn positional(args: &ParsedArgs) -> Option<(usize, String)> {
 pub fn read(args: &ParsedArgs, input: InputFormat) -> std::io::Result<Prompt> {
     let stdin = std::io::stdin();
     if input == InputFormat::StreamJson {
-        return read_stream_json(&mut stdin.lock());
+        return read_stream_json(&mut RawStdin::default());
     }
     if let Some((index, text)) = positional(args) {
         return Ok(Prompt::Positional { index, text });
@@ -73,18 +76,78 @@ pub fn read(args: &ParsedArgs, input: InputFormat) -> std::io::Result<Prompt> {
     Ok(Prompt::Stdin { bytes })
 }
 
+/// How long to wait for the user message once control lines came first:
+/// an Agent SDK may wait for the CLI's answer to `initialize` before sending
+/// it, and the shim must not deadlock it — it then runs the turn unchanged.
+pub const CONTROL_PATIENCE: Duration = Duration::from_millis(1500);
+
+/// A source of input chunks that can wait with a time limit.
+pub trait Chunks {
+    /// `Ok(None)` on timeout, `Ok(Some(empty))` at EOF.
+    fn chunk(&mut self, patience: Option<Duration>) -> std::io::Result<Option<Vec<u8>>>;
+}
+
+/// Our stdin, read raw (never through std's buffer, so nothing is stranded
+/// there when the forwarder takes over).
+#[derive(Default)]
+pub struct RawStdin;
+
+impl Chunks for RawStdin {
+    fn chunk(&mut self, patience: Option<Duration>) -> std::io::Result<Option<Vec<u8>>> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        // SAFETY: fd 0 outlives this call.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+        if let Some(p) = patience {
+            let ms = PollTimeout::try_from(p.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+            match poll(&mut fds, ms) {
+                Ok(0) => return Ok(None),
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match nix::unistd::read(0, &mut buf) {
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Ok(Some(buf));
+                }
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
 /// Read stream-json lines until the first user message.
-pub fn read_stream_json(input: &mut impl BufRead) -> std::io::Result<Prompt> {
-    let mut before = Vec::new();
+pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut scanned = 0; // bytes of `buf` that are complete non-user lines
     loop {
-        let mut line = Vec::new();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            return Ok(Prompt::None { bytes: before, inherit: false });
+        while let Some(nl) = buf[scanned..].iter().position(|&b| b == b'\n') {
+            let end = scanned + nl + 1;
+            if is_user_line(&buf[scanned..end]) {
+                let after = buf.split_off(end);
+                let line = buf.split_off(scanned);
+                return Ok(Prompt::StreamJson { before: buf, line, after });
+            }
+            scanned = end;
         }
-        if is_user_line(&line) {
-            return Ok(Prompt::StreamJson { before, line });
+        let patience = (scanned > 0).then_some(CONTROL_PATIENCE);
+        match input.chunk(patience)? {
+            None => return Ok(Prompt::None { bytes: buf, inherit: false }),
+            Some(c) if c.is_empty() => {
+                // EOF: a last line without a newline still counts.
+                if scanned < buf.len() && is_user_line(&buf[scanned..]) {
+                    let line = buf.split_off(scanned);
+                    return Ok(Prompt::StreamJson { before: buf, line, after: Vec::new() });
+                }
+                return Ok(Prompt::None { bytes: buf, inherit: false });
+            }
+            Some(c) => buf.extend_from_slice(&c),
         }
-        before.extend_from_slice(&line);
     }
 }
 
@@ -146,20 +209,51 @@ pub fn replace_positional(args: &[OsString], index: usize, text: &str) -> Vec<Os
 mod tests {
     use super::*;
 
+    /// Scripted input: each item is a chunk, `None` a pause past patience.
+    struct Script(std::collections::VecDeque<Option<&'static [u8]>>);
+
+    impl Chunks for Script {
+        fn chunk(&mut self, patience: Option<Duration>) -> std::io::Result<Option<Vec<u8>>> {
+            match self.0.pop_front() {
+                Some(Some(c)) => Ok(Some(c.to_vec())),
+                Some(None) if patience.is_some() => Ok(None),
+                Some(None) => self.chunk(patience),
+                None => Ok(Some(Vec::new())),
+            }
+        }
+    }
+
+    const CONTROL: &[u8] = b"{\"type\":\"control_request\",\"request\":{\"subtype\":\"initialize\"}}\n";
+    const USER: &[u8] = b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
+
     #[test]
     fn stream_json_reads_past_control_lines_only() {
-        let input = b"{\"type\":\"control_request\",\"request\":{\"subtype\":\"initialize\"}}\n\
-            {\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n\
-            {\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"later\"}}\n";
-        let mut r = std::io::BufReader::new(&input[..]);
-        let p = read_stream_json(&mut r).unwrap();
-        let Prompt::StreamJson { before, line } = &p else { panic!("{p:?}") };
-        assert!(before.starts_with(b"{\"type\":\"control_request\""));
+        let mut s = Script(vec![Some(CONTROL), Some(&USER[..10]), Some(&USER[10..]), Some(b"{\"more\"")].into());
+        let p = read_stream_json(&mut s).unwrap();
+        let Prompt::StreamJson { before, line, after } = &p else { panic!("{p:?}") };
+        assert_eq!((&before[..], &line[..]), (CONTROL, USER));
         assert_eq!(p.text().as_deref(), Some("hi"));
-        assert!(line.ends_with(b"\n"));
-        let mut rest = String::new();
-        r.read_to_string(&mut rest).unwrap();
-        assert!(rest.contains("later"), "later lines stay unread");
+        assert!(after.is_empty(), "nothing read past the user line: {after:?}");
+        // Input that arrived in the same chunk as the user line is kept.
+        let both = [USER, b"{\"x\":1}\n"].concat().leak();
+        let p = read_stream_json(&mut Script(vec![Some(&*both)].into())).unwrap();
+        let Prompt::StreamJson { after, .. } = &p else { panic!("{p:?}") };
+        assert_eq!(after, b"{\"x\":1}\n");
+    }
+
+    #[test]
+    fn stream_json_gives_up_when_control_lines_are_followed_by_silence() {
+        // An SDK waiting for the initialize response: no deadlock, run unchanged.
+        let p = read_stream_json(&mut Script(vec![Some(CONTROL), None, Some(USER)].into())).unwrap();
+        assert_eq!(p, Prompt::None { bytes: CONTROL.to_vec(), inherit: false });
+        // Without control lines the shim waits as the CLI would.
+        let p = read_stream_json(&mut Script(vec![None, Some(USER)].into())).unwrap();
+        assert!(matches!(p, Prompt::StreamJson { .. }));
+        // EOF before a user line; a user line without newline at EOF.
+        let p = read_stream_json(&mut Script(vec![Some(CONTROL)].into())).unwrap();
+        assert!(matches!(p, Prompt::None { .. }));
+        let p = read_stream_json(&mut Script(vec![Some(&USER[..USER.len() - 1])].into())).unwrap();
+        assert_eq!(p.text().as_deref(), Some("hi"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::invocation::OutputFormat;
 use crate::observe::{Observation, Observer};
 use nix::sys::signal::Signal;
 use std::ffi::OsString;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -20,9 +20,10 @@ pub enum StdinPlan {
     Inherit,
     /// These bytes, then end of input.
     Bytes(Vec<u8>),
-    /// These bytes, then whatever the caller writes later, until EOF
+    /// `first` at once; then, once the run is committed, `pending` (input
+    /// already read ahead) and whatever the caller writes later, until EOF
     /// (stream-json input stays open for tool answers and control responses).
-    BytesThenForward(Vec<u8>),
+    Stream { first: Vec<u8>, pending: Vec<u8> },
 }
 
 pub struct Spec {
@@ -121,8 +122,8 @@ pub fn run(spec: Spec, child_pid: &signals::ChildPid) -> std::io::Result<Finishe
     let mut child = cmd.spawn()?;
     child_pid.set(child.id() as i32);
 
-    let hold = tee::Hold::new(spec.hold);
-    let feeder = child.stdin.take().map(|stdin| feed(stdin, spec.stdin.clone()));
+    let (hold, gate) = tee::Hold::new(spec.hold);
+    let feeder = child.stdin.take().map(|stdin| feed(stdin, spec.stdin.clone(), gate));
     let err_thread = child.stderr.take().map(|from| {
         let hold = hold.clone();
         std::thread::spawn(move || tee::copy(from, tee::Stream::Err, hold, None, |_| false))
@@ -159,32 +160,40 @@ pub fn run(spec: Spec, child_pid: &signals::ChildPid) -> std::io::Result<Finishe
 }
 
 /// Write the planned stdin on its own thread; EPIPE (the child stopped
-/// reading) simply ends it.
-fn feed(mut to: std::process::ChildStdin, plan: StdinPlan) -> std::thread::JoinHandle<()> {
+/// reading) simply ends it. The caller's later input is forwarded only once
+/// the gate opens (the run is committed), so a discarded attempt never eats
+/// input meant for its retry.
+fn feed(
+    mut to: std::process::ChildStdin,
+    plan: StdinPlan,
+    gate: std::sync::mpsc::Receiver<()>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        let (first, forward) = match plan {
+        let (first, pending) = match plan {
             StdinPlan::Inherit => return,
-            StdinPlan::Bytes(b) => (b, false),
-            StdinPlan::BytesThenForward(b) => (b, true),
+            StdinPlan::Bytes(b) => (b, None),
+            StdinPlan::Stream { first, pending } => (first, Some(pending)),
         };
-        if to.write_all(&first).is_err() || !forward {
+        if to.write_all(&first).is_err() {
             return;
         }
-        let stdin = std::io::stdin();
-        let mut stdin = stdin.lock();
+        let Some(pending) = pending else { return };
+        if gate.recv().is_err() || to.write_all(&pending).is_err() {
+            return;
+        }
+        // Raw reads of fd 0: the prompt reader never used std's buffer.
+        let mut buf = vec![0u8; 64 << 10];
         loop {
-            let n = match stdin.fill_buf() {
-                Ok([]) => break,
-                Ok(buf) => {
-                    if to.write_all(buf).is_err() {
+            match nix::unistd::read(0, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
                         break;
                     }
-                    buf.len()
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(nix::errno::Errno::EINTR) => continue,
                 Err(_) => break,
-            };
-            stdin.consume(n);
+            }
         }
     })
 }

@@ -23,16 +23,26 @@ pub struct Hold {
     committed: bool,
     out: Vec<u8>,
     err: Vec<u8>,
+    /// Opens the stdin forwarder once the run is committed; dropped on
+    /// discard so a retried run gets the caller's later input instead.
+    gate: Option<std::sync::mpsc::Sender<()>>,
 }
 
 pub type SharedHold = Arc<Mutex<Hold>>;
 
 impl Hold {
-    pub fn new(hold: bool) -> SharedHold {
-        Arc::new(Mutex::new(Hold {
-            committed: !hold,
-            ..Default::default()
-        }))
+    /// A hold (or, with `hold` false, a pass-through) and the gate the stdin
+    /// forwarder waits on.
+    pub fn new(hold: bool) -> (SharedHold, std::sync::mpsc::Receiver<()>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let gate = if hold {
+            Some(tx)
+        } else {
+            let _ = tx.send(());
+            None
+        };
+        let h = Hold { committed: !hold, gate, ..Default::default() };
+        (Arc::new(Mutex::new(h)), rx)
     }
 }
 
@@ -49,6 +59,9 @@ pub fn commit(hold: &SharedHold) {
         return;
     }
     h.committed = true;
+    if let Some(gate) = h.gate.take() {
+        let _ = gate.send(());
+    }
     let (out, err) = (std::mem::take(&mut h.out), std::mem::take(&mut h.err));
     // Written under the lock so the other stream cannot overtake its own backlog.
     let _ = write_all(Stream::Err, &err);
@@ -60,6 +73,7 @@ pub fn discard(hold: &SharedHold) {
     if let Ok(mut h) = hold.lock() {
         h.out.clear();
         h.err.clear();
+        h.gate = None;
     }
 }
 

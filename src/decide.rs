@@ -1,0 +1,237 @@
+//! Gathering the facts for a turn (store, capabilities, identity, pins, the
+//! session file, the lease), asking `plan` for a decision, and recording the
+//! outcome. The effects around the pure `plan`.
+
+use crate::dialect::{self, Conversation, Detection};
+use crate::identity::{self, ScopeInput};
+use crate::invocation::Managed;
+use crate::observe::Observation;
+use crate::plan::{self, Candidate, Caps, Facts, How, Miss, Plan};
+use crate::prompt::Prompt;
+use crate::sessions;
+use crate::store::caps::{BinaryKey, Capabilities};
+use crate::store::pins::NewPin;
+use crate::store::runs::{Kind, Run};
+use crate::store::Store;
+use crate::{debug, env, error};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+pub struct Decision {
+    pub plan: Plan,
+    pub conv: Conversation,
+    pub detection: Detection,
+    pub scope: String,
+    pub cwd: String,
+    /// Whether the preamble must be sent again on resume.
+    send_preamble: bool,
+    store: Store,
+    config_dir: PathBuf,
+    /// The session we hold the in-place lease on.
+    lease: Option<String>,
+}
+
+/// Facts for `plan`, everything `explain` shows.
+pub struct Gathered {
+    pub detection: Detection,
+    pub conv: Conversation,
+    pub scope: String,
+    pub caps: Capabilities,
+    pub candidate: Result<Candidate, Miss>,
+    pub preamble_changed: bool,
+}
+
+/// `Ok(None)`: nothing to decide (no readable prompt); run unchanged.
+pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<Option<Decision>> {
+    let Some(text) = prompt.text() else {
+        return Ok(None);
+    };
+    let mut store = Store::open_default()?;
+    let config_dir = env::claude_config_dir().context("no Claude config dir (HOME unset)")?;
+    let cwd = std::env::current_dir()?.canonicalize()?.to_string_lossy().into_owned();
+    let g = gather(&mut store, real, m, &text, &config_dir, &cwd, guard, true)?;
+    let lease = match &g.candidate {
+        Ok(c) if c.leased => Some(c.session.clone()),
+        _ => None,
+    };
+    let plan = plan::plan(Facts {
+        forced_fresh: env::fresh(),
+        candidate: g.candidate,
+        caps: caps(&g.caps),
+        new_id: uuid::Uuid::new_v4().to_string(),
+    });
+    let mut d = Decision {
+        plan,
+        conv: g.conv,
+        detection: g.detection,
+        scope: g.scope,
+        cwd,
+        send_preamble: env::preamble_keep() || g.preamble_changed,
+        store,
+        config_dir,
+        lease,
+    };
+    // Holding a lease we will not use would block others.
+    if !matches!(d.plan, Plan::Resume { how: How::InPlace, .. }) {
+        d.release_lease();
+    }
+    Ok(Some(d))
+}
+
+fn caps(c: &Capabilities) -> Caps {
+    Caps {
+        resume: c.resume,
+        fork_session: c.fork_session,
+        session_id: c.session_id,
+        resume_session_at: c.resume_session_at,
+    }
+}
+
+/// Collect the facts. With `lease` false nothing is changed (for `explain`).
+#[allow(clippy::too_many_arguments)]
+pub fn gather(
+    store: &mut Store,
+    real: &Path,
+    m: &Managed,
+    text: &str,
+    config_dir: &Path,
+    cwd: &str,
+    guard: &str,
+    lease: bool,
+) -> Result<Gathered> {
+    let detection = dialect::detect(text, env::dialect().as_deref());
+    let conv = detection.conversation(text);
+    let key = BinaryKey::of(real)?;
+    let caps = match store.capabilities(&key)? {
+        Some(c) => c,
+        None => {
+            let c = crate::probe::probe(real, guard).context("probing the real claude")?;
+            store.save_capabilities(&key, &c)?;
+            c
+        }
+    };
+    let config = config_dir.to_string_lossy();
+    let input = ScopeInput { cwd, config_dir: &config, binary: &key.fingerprint(), args: &m.args };
+    let scope = identity::scope(&input, |p| std::fs::read(p).ok());
+    let mut preamble_changed = false;
+    let candidate = if !conv.has_history() {
+        Err(Miss::NoHistory)
+    } else {
+        let node = identity::chain(&scope, conv.prior_user_turns());
+        let pins = store.find_pins(&scope, &node)?;
+        let replayed = identity::reply_hash(conv.last_assistant().unwrap_or(""));
+        match plan::select(&pins, &replayed) {
+            Err(miss) => Err(miss),
+            Ok(pin) => {
+                preamble_changed = pin.preamble_hash != identity::preamble_hash(conv.preamble.as_deref());
+                let file_exists = sessions::find(config_dir, &pin.session).is_some();
+                let head = store.session_head(&pin.session)?;
+                let is_head = head == pin.assistant_uuid;
+                let leased = lease
+                    && is_head
+                    && file_exists
+                    && store.try_lease(&pin.session, std::process::id() as i32, alive)?;
+                Ok(Candidate {
+                    session: pin.session.clone(),
+                    at: pin.assistant_uuid.clone(),
+                    file_exists,
+                    is_head,
+                    leased,
+                })
+            }
+        }
+    };
+    Ok(Gathered { detection, conv, scope, caps, candidate, preamble_changed })
+}
+
+fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
+impl Decision {
+    /// The prompt text to send instead of the caller's, on resume.
+    pub fn delta(&self) -> Option<String> {
+        matches!(self.plan, Plan::Resume { .. })
+            .then(|| crate::rewrite::delta(&self.conv, self.send_preamble))
+    }
+
+    pub fn kind(&self) -> Kind {
+        match &self.plan {
+            Plan::Fresh { .. } => Kind::Fresh,
+            Plan::Resume { how: How::InPlace, .. } => Kind::Resumed,
+            Plan::Resume { .. } => Kind::Forked,
+        }
+    }
+
+    /// The CLI refused the resume: drop that session's pins, plan fresh.
+    pub fn refused(&mut self) {
+        if let Plan::Resume { session, .. } = &self.plan {
+            if let Err(e) = self.store.drop_session(session) {
+                error!("dropping refused session {session}: {e:#}");
+            }
+        }
+        self.release_lease();
+        self.plan = Plan::Fresh {
+            session: uuid::Uuid::new_v4().to_string(),
+            why: plan::Why::SessionFileGone,
+        };
+    }
+
+    /// Pin the node this successful run created.
+    pub fn record(&mut self, obs: &Observation) {
+        if let Err(e) = self.try_record(obs) {
+            error!("pinning failed: {e:#}");
+        }
+    }
+
+    fn try_record(&mut self, obs: &Observation) -> Result<()> {
+        let session = self.plan.target_session().to_owned();
+        let seen = obs.init_session.as_deref().or(obs.result.as_ref().and_then(|r| r.session_id.as_deref()));
+        if seen.is_some_and(|s| s != session) || obs.results > 1 {
+            debug!("not pinning: saw session {seen:?}, {} results", obs.results);
+            return Ok(());
+        }
+        let hashes = identity::reply_hashes(obs);
+        if hashes.is_empty() {
+            return Ok(());
+        }
+        let uuid = obs.assistant_uuids.last().cloned().or_else(|| {
+            sessions::find(&self.config_dir, &session).and_then(|f| sessions::last_assistant_uuid(&f))
+        });
+        let users: Vec<&str> = self.conv.prior_user_turns().chain([self.conv.current.as_str()]).collect();
+        let chain = identity::chain(&self.scope, users.iter().copied());
+        let preamble = identity::preamble_hash(self.conv.preamble.as_deref());
+        let preview: String = obs.reply().unwrap_or("").chars().take(120).collect();
+        self.store.add_pin(&NewPin {
+            scope: &self.scope,
+            chain: &chain,
+            session: &session,
+            assistant_uuid: uuid.as_deref(),
+            reply_hashes: &hashes,
+            preamble_hash: preamble.as_deref(),
+            turns: users.len(),
+            cwd: &self.cwd,
+            reply_preview: preview.trim(),
+        })?;
+        debug!("pinned {} turns → {session} at {uuid:?}", users.len());
+        Ok(())
+    }
+
+    pub fn log(&self, run: &Run<'_>) {
+        if let Err(e) = self.store.log_run(run) {
+            error!("recording the run failed: {e:#}");
+        }
+    }
+
+    fn release_lease(&mut self) {
+        if let Some(session) = self.lease.take() {
+            if let Err(e) = self.store.release_lease(&session, std::process::id() as i32) {
+                error!("releasing lease on {session}: {e:#}");
+            }
+        }
+    }
+
+    pub fn finish(mut self) {
+        self.release_lease();
+    }
+}

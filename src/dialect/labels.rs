@@ -1,0 +1,133 @@
+//! The label families: `Human:`/`Assistant:` and `User:`/`Assistant:` role
+//! markers at line starts, turns joined by one or two newlines, an optional
+//! preamble before the first marker (e.g. `System: …`) and an optional bare
+//! `Assistant:` cue at the end.
+
+use super::{Conversation, Dialect, Role, Turn};
+
+pub struct Labels {
+    name: &'static str,
+    user: &'static str,
+    assistant: &'static str,
+}
+
+pub static HUMAN: Labels = Labels { name: "human-assistant", user: "Human:", assistant: "Assistant:" };
+pub static USER: Labels = Labels { name: "user-assistant", user: "User:", assistant: "Assistant:" };
+
+impl Labels {
+    /// The role a line opens, and the rest of the line after the marker.
+    fn marker<'a>(&self, line: &'a str) -> Option<(Role, &'a str)> {
+        let rest = |label: &str| {
+            let rest = line.strip_prefix(label)?;
+            // `Human:x` is not a marker; `Human:` alone or `Human: x` is.
+            (rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t')).then(|| rest.trim_start())
+        };
+        rest(self.user)
+            .map(|r| (Role::User, r))
+            .or_else(|| rest(self.assistant).map(|r| (Role::Assistant, r)))
+    }
+}
+
+impl Dialect for Labels {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn parse(&self, text: &str) -> Option<Conversation> {
+        let text = text.replace("\r\n", "\n");
+        let mut preamble = String::new();
+        let mut turns: Vec<(Role, String)> = Vec::new();
+        for line in text.split('\n') {
+            match self.marker(line) {
+                Some((role, rest)) => turns.push((role, rest.to_owned())),
+                None => match turns.last_mut() {
+                    Some((_, body)) => {
+                        body.push('\n');
+                        body.push_str(line);
+                    }
+                    None => {
+                        preamble.push_str(line);
+                        preamble.push('\n');
+                    }
+                },
+            }
+        }
+        let alternates = turns.iter().enumerate().all(|(i, (role, _))| {
+            *role == if i % 2 == 0 { Role::User } else { Role::Assistant }
+        });
+        if turns.is_empty() || !alternates {
+            return None;
+        }
+        // A bare trailing `Assistant:` is a cue for the model, not a turn.
+        let mut suffix = None;
+        if let Some((Role::Assistant, body)) = turns.last() {
+            if !body.trim().is_empty() {
+                return None;
+            }
+            suffix = Some(self.assistant.to_owned());
+            turns.pop();
+        }
+        let (_, current) = turns.pop()?;
+        let preamble = preamble.trim();
+        Some(Conversation {
+            dialect: self.name,
+            preamble: (!preamble.is_empty()).then(|| preamble.to_owned()),
+            prior: turns
+                .into_iter()
+                .map(|(role, body)| Turn { role, text: body.trim().to_owned() })
+                .collect(),
+            current: current.trim().to_owned(),
+            suffix,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turns(c: &Conversation) -> Vec<(Role, &str)> {
+        c.prior.iter().map(|t| (t.role, t.text.as_str())).collect()
+    }
+
+    #[test]
+    fn human_family_shapes() {
+        use Role::*;
+        // openai wrapper: joined by blank lines.
+        let c = HUMAN.parse("Human: u1\n\nAssistant: a1\nline 2\n\nHuman: u2").unwrap();
+        assert_eq!(turns(&c), [(User, "u1"), (Assistant, "a1\nline 2")]);
+        assert_eq!((c.current.as_str(), c.preamble, c.suffix), ("u2", None, None));
+        // relay: System line, single newlines, trailing cue.
+        let c = HUMAN.parse("System: be brief\nHuman: u1\nAssistant: a1\nHuman: u2\nAssistant:").unwrap();
+        assert_eq!(c.preamble.as_deref(), Some("System: be brief"));
+        assert_eq!(turns(&c), [(User, "u1"), (Assistant, "a1")]);
+        assert_eq!(c.current, "u2");
+        assert_eq!(c.suffix.as_deref(), Some("Assistant:"));
+        // CRLF and a single message.
+        let c = HUMAN.parse("Human: only\r\n").unwrap();
+        assert!(c.prior.is_empty());
+        assert_eq!(c.current, "only");
+    }
+
+    #[test]
+    fn refuses_what_does_not_alternate_or_ends_with_a_reply() {
+        for bad in [
+            "hello",
+            "Assistant: a\n\nHuman: b",
+            "Human: a\n\nHuman: b",
+            "Human: a\n\nAssistant: b",
+            "Human:x",
+        ] {
+            assert_eq!(HUMAN.parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(USER.parse("Human: a"), None);
+    }
+
+    #[test]
+    fn user_family() {
+        let c = USER.parse("User: u1\n\nAssistant: a1\n\nUser: u2").unwrap();
+        assert_eq!(c.prior_user_turns().collect::<Vec<_>>(), ["u1"]);
+        assert_eq!(c.last_assistant(), Some("a1"));
+        assert_eq!(c.current, "u2");
+    }
+}

@@ -1,0 +1,144 @@
+//! Dialects: how clients render a replayed conversation into one prompt.
+//! Each dialect parses a prompt into a `Conversation`; `detect` picks the one
+//! that fits, and anything ambiguous or unknown is treated as a first turn
+//! (run fresh with the whole prompt — never an error).
+
+mod labels;
+
+/// Who said a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    pub role: Role,
+    pub text: String,
+}
+
+/// A prompt, understood: instructions, earlier turns (alternating, starting
+/// with the user), the new user message, and a trailing cue if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conversation {
+    pub dialect: &'static str,
+    pub preamble: Option<String>,
+    pub prior: Vec<Turn>,
+    pub current: String,
+    pub suffix: Option<String>,
+}
+
+impl Conversation {
+    /// A prompt with no history: the whole text is the user message.
+    pub fn first_turn(text: &str) -> Conversation {
+        Conversation {
+            dialect: "none",
+            preamble: None,
+            prior: Vec::new(),
+            current: text.to_owned(),
+            suffix: None,
+        }
+    }
+
+    pub fn has_history(&self) -> bool {
+        !self.prior.is_empty()
+    }
+
+    /// Earlier user turns, in order.
+    pub fn prior_user_turns(&self) -> impl Iterator<Item = &str> {
+        self.prior.iter().filter(|t| t.role == Role::User).map(|t| t.text.as_str())
+    }
+
+    /// The reply the caller says it received last.
+    pub fn last_assistant(&self) -> Option<&str> {
+        self.prior
+            .iter()
+            .rev()
+            .find(|t| t.role == Role::Assistant)
+            .map(|t| t.text.as_str())
+    }
+}
+
+/// A way of rendering history.
+pub trait Dialect: Sync {
+    fn name(&self) -> &'static str;
+    /// `Some` only when the whole prompt fits this dialect's shape and holds
+    /// at least one role marker.
+    fn parse(&self, text: &str) -> Option<Conversation>;
+}
+
+static DIALECTS: &[&dyn Dialect] = &[&labels::HUMAN, &labels::USER];
+
+pub fn names() -> impl Iterator<Item = &'static str> {
+    DIALECTS.iter().map(|d| d.name())
+}
+
+/// What `detect` concluded, with the reason when nothing fits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detection {
+    Recognised(Conversation),
+    /// No dialect fits: a first turn, or a shape we do not know.
+    Unrecognised(String),
+}
+
+impl Detection {
+    /// The conversation to act on: a fallback to "whole prompt is one user
+    /// message" when nothing fits.
+    pub fn conversation(&self, text: &str) -> Conversation {
+        match self {
+            Detection::Recognised(c) => c.clone(),
+            Detection::Unrecognised(_) => Conversation::first_turn(text),
+        }
+    }
+}
+
+/// Find the dialect of `text`, or use the forced one.
+pub fn detect(text: &str, forced: Option<&str>) -> Detection {
+    if let Some(name) = forced {
+        return match DIALECTS.iter().find(|d| d.name() == name) {
+            Some(d) => match d.parse(text) {
+                Some(c) => Detection::Recognised(c),
+                None => Detection::Unrecognised(format!("the prompt does not fit the forced dialect {name}")),
+            },
+            None => Detection::Unrecognised(format!("unknown dialect {name} (known: {})", names().collect::<Vec<_>>().join(", "))),
+        };
+    }
+    let fits: Vec<Conversation> = DIALECTS.iter().filter_map(|d| d.parse(text)).collect();
+    match fits.len() {
+        0 => Detection::Unrecognised("no role markers of a known dialect".into()),
+        1 => Detection::Recognised(fits.into_iter().next().unwrap_or_else(|| Conversation::first_turn(text))),
+        _ if fits.windows(2).all(|w| same_turns(&w[0], &w[1])) => {
+            Detection::Recognised(fits.into_iter().next().unwrap_or_else(|| Conversation::first_turn(text)))
+        }
+        _ => Detection::Unrecognised(format!(
+            "ambiguous: fits {} differently",
+            fits.iter().map(|c| c.dialect).collect::<Vec<_>>().join(" and ")
+        )),
+    }
+}
+
+fn same_turns(a: &Conversation, b: &Conversation) -> bool {
+    a.prior == b.prior && a.current == b.current && a.preamble == b.preamble
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detect_picks_the_family_or_refuses() {
+        let human = "Human: hi\n\nAssistant: yo\n\nHuman: more";
+        let Detection::Recognised(c) = detect(human, None) else { panic!() };
+        assert_eq!(c.dialect, "human-assistant");
+        let user = "User: hi\n\nAssistant: yo\n\nUser: more";
+        let Detection::Recognised(c) = detect(user, None) else { panic!() };
+        assert_eq!(c.dialect, "user-assistant");
+        assert!(matches!(detect("just a question", None), Detection::Unrecognised(_)));
+        assert!(matches!(detect(human, Some("user-assistant")), Detection::Unrecognised(_)));
+        assert!(matches!(detect(human, Some("nope")), Detection::Unrecognised(_)));
+        // Families mixed: neither fits, so the turn runs fresh.
+        let mixed = "Human: a\n\nAssistant: b\n\nUser: c";
+        assert!(matches!(detect(mixed, None), Detection::Unrecognised(_)));
+    }
+}

@@ -1,0 +1,188 @@
+//! The decision, as pure functions over plain facts: which pin (if any) this
+//! turn continues, and how to run it.
+
+use crate::store::pins::Pin;
+
+/// What the CLI supports (from the probe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Caps {
+    pub resume: bool,
+    pub fork_session: bool,
+    pub session_id: bool,
+    pub resume_session_at: bool,
+}
+
+/// Why a pin was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Miss {
+    NoHistory,
+    NoPin,
+    /// Pins exist for these user turns but none holds the reply the caller
+    /// replayed (it was edited, regenerated elsewhere, or never received).
+    ReplyDiffers,
+    BadSessionId,
+}
+
+/// Pick the pin whose captured reply matches the last assistant turn the
+/// caller sent (proof of receipt). Newest first.
+pub fn select<'a>(pins: &'a [Pin], replayed_reply_hash: &str) -> Result<&'a Pin, Miss> {
+    if pins.is_empty() {
+        return Err(Miss::NoPin);
+    }
+    let pin = pins
+        .iter()
+        .find(|p| p.reply_hashes.iter().any(|h| h == replayed_reply_hash))
+        .ok_or(Miss::ReplyDiffers)?;
+    if crate::sessions::valid_id(&pin.session) {
+        Ok(pin)
+    } else {
+        Err(Miss::BadSessionId)
+    }
+}
+
+/// The pin chosen for this turn, with what the effects found about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub session: String,
+    /// Assistant message uuid the node ends at.
+    pub at: Option<String>,
+    pub file_exists: bool,
+    /// The node is the session's latest.
+    pub is_head: bool,
+    /// We hold the in-place lease on the session.
+    pub leased: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    pub forced_fresh: bool,
+    pub candidate: Result<Candidate, Miss>,
+    pub caps: Caps,
+    /// A fresh UUID for a new session, should one be needed.
+    pub new_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    Forced,
+    Missed(Miss),
+    NoResumeSupport,
+    SessionFileGone,
+    CannotBranch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum How {
+    /// `--resume S`
+    InPlace,
+    /// `--resume S --resume-session-at AT --fork-session --session-id NEW`
+    ForkAt { at: String, new: String },
+    /// `--resume S --fork-session --session-id NEW` (S's head is the node)
+    ForkHead { new: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Run the original prompt, as a new session with this id.
+    Fresh { session: String, why: Why },
+    Resume { session: String, how: How },
+}
+
+impl Plan {
+    /// The session the run will write to.
+    pub fn target_session(&self) -> &str {
+        match self {
+            Plan::Fresh { session, .. } => session,
+            Plan::Resume { how: How::ForkAt { new, .. } | How::ForkHead { new }, .. } => new,
+            Plan::Resume { session, how: How::InPlace } => session,
+        }
+    }
+}
+
+pub fn plan(f: Facts) -> Plan {
+    let fresh = |why| Plan::Fresh { session: f.new_id.clone(), why };
+    if f.forced_fresh {
+        return fresh(Why::Forced);
+    }
+    let c = match f.candidate {
+        Ok(c) => c,
+        Err(miss) => return fresh(Why::Missed(miss)),
+    };
+    if !f.caps.resume {
+        return fresh(Why::NoResumeSupport);
+    }
+    if !c.file_exists {
+        return fresh(Why::SessionFileGone);
+    }
+    let resume = |how| Plan::Resume { session: c.session.clone(), how };
+    if c.is_head && c.leased {
+        return resume(How::InPlace);
+    }
+    let can_fork = f.caps.fork_session && f.caps.session_id;
+    match &c.at {
+        Some(at) if can_fork && f.caps.resume_session_at => {
+            resume(How::ForkAt { at: at.clone(), new: f.new_id.clone() })
+        }
+        _ if can_fork && c.is_head => resume(How::ForkHead { new: f.new_id.clone() }),
+        _ => fresh(Why::CannotBranch),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: &str = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
+    const ALL: Caps = Caps { resume: true, fork_session: true, session_id: true, resume_session_at: true };
+
+    fn cand(file: bool, head: bool, leased: bool, at: Option<&str>) -> Result<Candidate, Miss> {
+        Ok(Candidate { session: S.into(), at: at.map(Into::into), file_exists: file, is_head: head, leased })
+    }
+
+    #[test]
+    fn plan_table() {
+        let fresh = |why| Plan::Fresh { session: "N".into(), why };
+        let resume = |how| Plan::Resume { session: S.into(), how };
+        let at = How::ForkAt { at: "A".into(), new: "N".into() };
+        let no_at = Caps { resume_session_at: false, ..ALL };
+        let rows: Vec<(bool, Result<Candidate, Miss>, Caps, Plan)> = vec![
+            (true, cand(true, true, true, Some("A")), ALL, fresh(Why::Forced)),
+            (false, Err(Miss::NoPin), ALL, fresh(Why::Missed(Miss::NoPin))),
+            (false, Err(Miss::ReplyDiffers), ALL, fresh(Why::Missed(Miss::ReplyDiffers))),
+            (false, cand(true, true, true, Some("A")), Caps::default(), fresh(Why::NoResumeSupport)),
+            (false, cand(false, true, true, Some("A")), ALL, fresh(Why::SessionFileGone)),
+            (false, cand(true, true, true, Some("A")), ALL, resume(How::InPlace)),
+            (false, cand(true, true, true, None), ALL, resume(How::InPlace)),
+            // Lease held elsewhere, or the node is behind the head: branch.
+            (false, cand(true, true, false, Some("A")), ALL, resume(at.clone())),
+            (false, cand(true, false, false, Some("A")), ALL, resume(at.clone())),
+            (false, cand(true, true, false, Some("A")), no_at, resume(How::ForkHead { new: "N".into() })),
+            (false, cand(true, false, false, Some("A")), no_at, fresh(Why::CannotBranch)),
+            (false, cand(true, false, false, None), ALL, fresh(Why::CannotBranch)),
+            (false, cand(true, true, false, Some("A")), Caps { fork_session: false, ..ALL }, fresh(Why::CannotBranch)),
+        ];
+        for (i, (forced, candidate, caps, want)) in rows.into_iter().enumerate() {
+            let got = plan(Facts { forced_fresh: forced, candidate, caps, new_id: "N".into() });
+            assert_eq!(got, want, "row {i}");
+        }
+    }
+
+    #[test]
+    fn select_requires_the_reply() {
+        let pin = |id: i64, h: &str| Pin {
+            id,
+            session: S.into(),
+            assistant_uuid: None,
+            reply_hashes: vec![h.into()],
+            preamble_hash: None,
+            turns: 1,
+            created_at: 0,
+        };
+        let pins = vec![pin(2, "x"), pin(1, "y")];
+        assert_eq!(select(&pins, "y").map(|p| p.id), Ok(1));
+        assert_eq!(select(&pins, "z").map(|p| p.id), Err(Miss::ReplyDiffers));
+        assert_eq!(select(&[], "z").map(|p| p.id), Err(Miss::NoPin));
+        let bad = vec![Pin { session: "../x".into(), ..pin(3, "y") }];
+        assert_eq!(select(&bad, "y").map(|p| p.id), Err(Miss::BadSessionId));
+    }
+}
