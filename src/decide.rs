@@ -48,7 +48,10 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
     };
     let mut store = Store::open_default()?;
     let config_dir = env::claude_config_dir().context("no Claude config dir (HOME unset)")?;
-    let cwd = std::env::current_dir()?.canonicalize()?.to_string_lossy().into_owned();
+    let cwd = std::env::current_dir()?
+        .canonicalize()?
+        .to_string_lossy()
+        .into_owned();
     let g = gather(&mut store, real, m, &text, &config_dir, &cwd, guard, true)?;
     let lease = match &g.candidate {
         Ok(c) if c.leased => Some(c.session.clone()),
@@ -72,7 +75,13 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
         lease,
     };
     // Holding a lease we will not use would block others.
-    if !matches!(d.plan, Plan::Resume { how: How::InPlace, .. }) {
+    if !matches!(
+        d.plan,
+        Plan::Resume {
+            how: How::InPlace,
+            ..
+        }
+    ) {
         d.release_lease();
     }
     Ok(Some(d))
@@ -111,7 +120,12 @@ pub fn gather(
         }
     };
     let config = config_dir.to_string_lossy();
-    let input = ScopeInput { cwd, config_dir: &config, binary: &key.fingerprint(), args: &m.args };
+    let input = ScopeInput {
+        cwd,
+        config_dir: &config,
+        binary: &key.fingerprint(),
+        args: &m.args,
+    };
     let scope = identity::scope(&input, |p| std::fs::read(p).ok());
     let mut preamble_changed = false;
     let candidate = if !conv.has_history() {
@@ -123,7 +137,8 @@ pub fn gather(
         match plan::select(&pins, &replayed) {
             Err(miss) => Err(miss),
             Ok(pin) => {
-                preamble_changed = pin.preamble_hash != identity::preamble_hash(conv.preamble.as_deref());
+                preamble_changed =
+                    pin.preamble_hash != identity::preamble_hash(conv.preamble.as_deref());
                 let file_exists = sessions::find(config_dir, &pin.session).is_some();
                 let head = store.session_head(&pin.session)?;
                 let is_head = head == pin.assistant_uuid;
@@ -141,7 +156,14 @@ pub fn gather(
             }
         }
     };
-    Ok(Gathered { detection, conv, scope, caps, candidate, preamble_changed })
+    Ok(Gathered {
+        detection,
+        conv,
+        scope,
+        caps,
+        candidate,
+        preamble_changed,
+    })
 }
 
 fn alive(pid: i32) -> bool {
@@ -158,7 +180,9 @@ impl Decision {
     pub fn kind(&self) -> Kind {
         match &self.plan {
             Plan::Fresh { .. } => Kind::Fresh,
-            Plan::Resume { how: How::InPlace, .. } => Kind::Resumed,
+            Plan::Resume {
+                how: How::InPlace, ..
+            } => Kind::Resumed,
             Plan::Resume { .. } => Kind::Forked,
         }
     }
@@ -186,7 +210,10 @@ impl Decision {
 
     fn try_record(&mut self, obs: &Observation) -> Result<()> {
         let session = self.plan.target_session().to_owned();
-        let seen = obs.init_session.as_deref().or(obs.result.as_ref().and_then(|r| r.session_id.as_deref()));
+        let seen = obs
+            .init_session
+            .as_deref()
+            .or(obs.result.as_ref().and_then(|r| r.session_id.as_deref()));
         if seen.is_some_and(|s| s != session) || obs.results > 1 {
             debug!("not pinning: saw session {seen:?}, {} results", obs.results);
             return Ok(());
@@ -196,9 +223,14 @@ impl Decision {
             return Ok(());
         }
         let uuid = obs.assistant_uuids.last().cloned().or_else(|| {
-            sessions::find(&self.config_dir, &session).and_then(|f| sessions::last_assistant_uuid(&f))
+            sessions::find(&self.config_dir, &session)
+                .and_then(|f| sessions::last_assistant_uuid(&f))
         });
-        let users: Vec<&str> = self.conv.prior_user_turns().chain([self.conv.current.as_str()]).collect();
+        let users: Vec<&str> = self
+            .conv
+            .prior_user_turns()
+            .chain([self.conv.current.as_str()])
+            .collect();
         let chain = identity::chain(&self.scope, users.iter().copied());
         let preamble = identity::preamble_hash(self.conv.preamble.as_deref());
         let preview: String = obs.reply().unwrap_or("").chars().take(120).collect();
@@ -225,7 +257,10 @@ impl Decision {
 
     fn release_lease(&mut self) {
         if let Some(session) = self.lease.take() {
-            if let Err(e) = self.store.release_lease(&session, std::process::id() as i32) {
+            if let Err(e) = self
+                .store
+                .release_lease(&session, std::process::id() as i32)
+            {
                 error!("releasing lease on {session}: {e:#}");
             }
         }

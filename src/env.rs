@@ -22,13 +22,34 @@ pub const GUARD: &str = "CLAUDE_SHIM_GUARD";
 
 /// All variables with a one-line description, for `--help` and the README.
 pub const ALL: &[(&str, &str)] = &[
-    (HOME, "data directory (default $XDG_DATA_HOME/claude-shim or ~/.local/share/claude-shim)"),
-    (REAL, "path of the real claude (default: next `claude` on PATH after the shim)"),
-    (FRESH, "1 = run this turn fresh with the full transcript (it is still pinned)"),
-    (BYPASS, "1 = exec the real claude directly, the shim does nothing"),
-    (PREAMBLE, "keep | dedupe (default): resend an unchanged preamble on resume or not"),
-    (DIALECT, "force a transcript dialect by name instead of detecting it"),
-    (LOG, "append debug lines to this file (never to the caller's streams)"),
+    (
+        HOME,
+        "data directory (default $XDG_DATA_HOME/claude-shim or ~/.local/share/claude-shim)",
+    ),
+    (
+        REAL,
+        "path of the real claude (default: next `claude` on PATH after the shim)",
+    ),
+    (
+        FRESH,
+        "1 = run this turn fresh with the full transcript (it is still pinned)",
+    ),
+    (
+        BYPASS,
+        "1 = exec the real claude directly, the shim does nothing",
+    ),
+    (
+        PREAMBLE,
+        "keep | dedupe (default): resend an unchanged preamble on resume or not",
+    ),
+    (
+        DIALECT,
+        "force a transcript dialect by name instead of detecting it",
+    ),
+    (
+        LOG,
+        "append debug lines to this file (never to the caller's streams)",
+    ),
 ];
 
 fn var_os(name: &str) -> Option<OsString> {

@@ -170,14 +170,22 @@ mod tests {
 
     fn sc(list: &[&str], cwd: &str) -> String {
         let a = args(list);
-        let input = ScopeInput { cwd, config_dir: "/h/.claude", binary: "b", args: &a };
+        let input = ScopeInput {
+            cwd,
+            config_dir: "/h/.claude",
+            binary: "b",
+            args: &a,
+        };
         scope(&input, |p| (p == "sp.txt").then(|| b"file body".to_vec()))
     }
 
     #[test]
     fn scope_changes_with_what_shapes_a_session_only() {
         let base = sc(&["-p", "--verbose"], "/w");
-        assert_eq!(base, sc(&["--verbose", "-p", "--output-format", "json"], "/w"));
+        assert_eq!(
+            base,
+            sc(&["--verbose", "-p", "--output-format", "json"], "/w")
+        );
         for other in [
             sc(&["-p", "--model", "opus"], "/w"),
             sc(&["-p", "--append-system-prompt", "x"], "/w"),
@@ -204,7 +212,10 @@ mod tests {
     #[test]
     fn replies_compare_whitespace_and_thinking_insensitively() {
         assert_eq!(reply_hash("Hello\n\n  world "), reply_hash("Hello world"));
-        assert_eq!(reply_hash("<thinking>hm</thinking>Hello"), reply_hash("Hello"));
+        assert_eq!(
+            reply_hash("<thinking>hm</thinking>Hello"),
+            reply_hash("Hello")
+        );
         assert_ne!(reply_hash("Hello"), reply_hash("Hello!"));
         let obs = Observation {
             assistant_texts: vec!["Hel".into(), "lo".into()],

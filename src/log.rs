@@ -7,7 +7,11 @@ pub fn debug(msg: std::fmt::Arguments<'_>) {
     let Some(path) = crate::env::log_file() else {
         return;
     };
-    let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) else {
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    else {
         return;
     };
     let secs = std::time::SystemTime::now()

@@ -160,12 +160,23 @@ impl Observer {
 }
 
 fn result_event(e: &Value) -> ResultEvent {
-    let n = |k: &str| e.pointer(&format!("/usage/{k}")).and_then(Value::as_u64).unwrap_or(0);
+    let n = |k: &str| {
+        e.pointer(&format!("/usage/{k}"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
     ResultEvent {
         is_error: e.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-        subtype: e.get("subtype").and_then(Value::as_str).unwrap_or("").to_owned(),
+        subtype: e
+            .get("subtype")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
         text: e.get("result").and_then(Value::as_str).map(str::to_owned),
-        session_id: e.get("session_id").and_then(Value::as_str).map(str::to_owned),
+        session_id: e
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         usage: Usage {
             input_tokens: n("input_tokens"),
             cache_creation_input_tokens: n("cache_creation_input_tokens"),
@@ -176,7 +187,11 @@ fn result_event(e: &Value) -> ResultEvent {
         errors: e
             .get("errors")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default(),
     }
 }
@@ -227,7 +242,10 @@ mod tests {
         let line = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"session_id":"X","errors":["No conversation found with session ID: S"]}"#;
         let obs = feed_in(OutputFormat::Json, line.as_bytes(), 5);
         assert!(obs.is_error_result());
-        assert_eq!(obs.result.unwrap().errors, ["No conversation found with session ID: S"]);
+        assert_eq!(
+            obs.result.unwrap().errors,
+            ["No conversation found with session ID: S"]
+        );
     }
 
     #[test]
@@ -235,7 +253,13 @@ mod tests {
         let obs = feed_in(OutputFormat::Text, b"the answer\n", 3);
         assert_eq!(obs.reply(), Some("the answer\n"));
         let obs = feed_in(OutputFormat::StreamJson, b"\xff\xfe{not json\n{}\n", 2);
-        assert_eq!(obs, Observation { bytes: 15, ..Default::default() });
+        assert_eq!(
+            obs,
+            Observation {
+                bytes: 15,
+                ..Default::default()
+            }
+        );
         let obs = feed_in(OutputFormat::Text, b"\xff\xfe", 1);
         assert_eq!(obs.text, None);
     }

@@ -9,5 +9,8 @@ use std::process::Command;
 /// Never returns unless exec failed; then the caller reports it.
 pub fn exec(real: &Path, args: &[OsString], guard: &str) -> std::io::Error {
     // std resets SIGPIPE and the signal mask in the new image.
-    Command::new(real).args(args).env(crate::env::GUARD, guard).exec()
+    Command::new(real)
+        .args(args)
+        .env(crate::env::GUARD, guard)
+        .exec()
 }

@@ -84,8 +84,14 @@ pub enum How {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
     /// Run the original prompt, as a new session with this id.
-    Fresh { session: String, why: Why },
-    Resume { session: String, how: How },
+    Fresh {
+        session: String,
+        why: Why,
+    },
+    Resume {
+        session: String,
+        how: How,
+    },
 }
 
 impl Plan {
@@ -93,14 +99,23 @@ impl Plan {
     pub fn target_session(&self) -> &str {
         match self {
             Plan::Fresh { session, .. } => session,
-            Plan::Resume { how: How::ForkAt { new, .. } | How::ForkHead { new }, .. } => new,
-            Plan::Resume { session, how: How::InPlace } => session,
+            Plan::Resume {
+                how: How::ForkAt { new, .. } | How::ForkHead { new },
+                ..
+            } => new,
+            Plan::Resume {
+                session,
+                how: How::InPlace,
+            } => session,
         }
     }
 }
 
 pub fn plan(f: Facts) -> Plan {
-    let fresh = |why| Plan::Fresh { session: f.new_id.clone(), why };
+    let fresh = |why| Plan::Fresh {
+        session: f.new_id.clone(),
+        why,
+    };
     if f.forced_fresh {
         return fresh(Why::Forced);
     }
@@ -114,16 +129,22 @@ pub fn plan(f: Facts) -> Plan {
     if !c.file_exists {
         return fresh(Why::SessionFileGone);
     }
-    let resume = |how| Plan::Resume { session: c.session.clone(), how };
+    let resume = |how| Plan::Resume {
+        session: c.session.clone(),
+        how,
+    };
     if c.is_head && c.leased {
         return resume(How::InPlace);
     }
     let can_fork = f.caps.fork_session && f.caps.session_id;
     match &c.at {
-        Some(at) if can_fork && f.caps.resume_session_at => {
-            resume(How::ForkAt { at: at.clone(), new: f.new_id.clone() })
-        }
-        _ if can_fork && c.is_head => resume(How::ForkHead { new: f.new_id.clone() }),
+        Some(at) if can_fork && f.caps.resume_session_at => resume(How::ForkAt {
+            at: at.clone(),
+            new: f.new_id.clone(),
+        }),
+        _ if can_fork && c.is_head => resume(How::ForkHead {
+            new: f.new_id.clone(),
+        }),
         _ => fresh(Why::CannotBranch),
     }
 }
@@ -133,36 +154,132 @@ mod tests {
     use super::*;
 
     const S: &str = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
-    const ALL: Caps = Caps { resume: true, fork_session: true, session_id: true, resume_session_at: true };
+    const ALL: Caps = Caps {
+        resume: true,
+        fork_session: true,
+        session_id: true,
+        resume_session_at: true,
+    };
 
     fn cand(file: bool, head: bool, leased: bool, at: Option<&str>) -> Result<Candidate, Miss> {
-        Ok(Candidate { session: S.into(), at: at.map(Into::into), file_exists: file, is_head: head, leased })
+        Ok(Candidate {
+            session: S.into(),
+            at: at.map(Into::into),
+            file_exists: file,
+            is_head: head,
+            leased,
+        })
     }
 
     #[test]
     fn plan_table() {
-        let fresh = |why| Plan::Fresh { session: "N".into(), why };
-        let resume = |how| Plan::Resume { session: S.into(), how };
-        let at = How::ForkAt { at: "A".into(), new: "N".into() };
-        let no_at = Caps { resume_session_at: false, ..ALL };
+        let fresh = |why| Plan::Fresh {
+            session: "N".into(),
+            why,
+        };
+        let resume = |how| Plan::Resume {
+            session: S.into(),
+            how,
+        };
+        let at = How::ForkAt {
+            at: "A".into(),
+            new: "N".into(),
+        };
+        let no_at = Caps {
+            resume_session_at: false,
+            ..ALL
+        };
         let rows: Vec<(bool, Result<Candidate, Miss>, Caps, Plan)> = vec![
-            (true, cand(true, true, true, Some("A")), ALL, fresh(Why::Forced)),
-            (false, Err(Miss::NoPin), ALL, fresh(Why::Missed(Miss::NoPin))),
-            (false, Err(Miss::ReplyDiffers), ALL, fresh(Why::Missed(Miss::ReplyDiffers))),
-            (false, cand(true, true, true, Some("A")), Caps::default(), fresh(Why::NoResumeSupport)),
-            (false, cand(false, true, true, Some("A")), ALL, fresh(Why::SessionFileGone)),
-            (false, cand(true, true, true, Some("A")), ALL, resume(How::InPlace)),
-            (false, cand(true, true, true, None), ALL, resume(How::InPlace)),
+            (
+                true,
+                cand(true, true, true, Some("A")),
+                ALL,
+                fresh(Why::Forced),
+            ),
+            (
+                false,
+                Err(Miss::NoPin),
+                ALL,
+                fresh(Why::Missed(Miss::NoPin)),
+            ),
+            (
+                false,
+                Err(Miss::ReplyDiffers),
+                ALL,
+                fresh(Why::Missed(Miss::ReplyDiffers)),
+            ),
+            (
+                false,
+                cand(true, true, true, Some("A")),
+                Caps::default(),
+                fresh(Why::NoResumeSupport),
+            ),
+            (
+                false,
+                cand(false, true, true, Some("A")),
+                ALL,
+                fresh(Why::SessionFileGone),
+            ),
+            (
+                false,
+                cand(true, true, true, Some("A")),
+                ALL,
+                resume(How::InPlace),
+            ),
+            (
+                false,
+                cand(true, true, true, None),
+                ALL,
+                resume(How::InPlace),
+            ),
             // Lease held elsewhere, or the node is behind the head: branch.
-            (false, cand(true, true, false, Some("A")), ALL, resume(at.clone())),
-            (false, cand(true, false, false, Some("A")), ALL, resume(at.clone())),
-            (false, cand(true, true, false, Some("A")), no_at, resume(How::ForkHead { new: "N".into() })),
-            (false, cand(true, false, false, Some("A")), no_at, fresh(Why::CannotBranch)),
-            (false, cand(true, false, false, None), ALL, fresh(Why::CannotBranch)),
-            (false, cand(true, true, false, Some("A")), Caps { fork_session: false, ..ALL }, fresh(Why::CannotBranch)),
+            (
+                false,
+                cand(true, true, false, Some("A")),
+                ALL,
+                resume(at.clone()),
+            ),
+            (
+                false,
+                cand(true, false, false, Some("A")),
+                ALL,
+                resume(at.clone()),
+            ),
+            (
+                false,
+                cand(true, true, false, Some("A")),
+                no_at,
+                resume(How::ForkHead { new: "N".into() }),
+            ),
+            (
+                false,
+                cand(true, false, false, Some("A")),
+                no_at,
+                fresh(Why::CannotBranch),
+            ),
+            (
+                false,
+                cand(true, false, false, None),
+                ALL,
+                fresh(Why::CannotBranch),
+            ),
+            (
+                false,
+                cand(true, true, false, Some("A")),
+                Caps {
+                    fork_session: false,
+                    ..ALL
+                },
+                fresh(Why::CannotBranch),
+            ),
         ];
         for (i, (forced, candidate, caps, want)) in rows.into_iter().enumerate() {
-            let got = plan(Facts { forced_fresh: forced, candidate, caps, new_id: "N".into() });
+            let got = plan(Facts {
+                forced_fresh: forced,
+                candidate,
+                caps,
+                new_id: "N".into(),
+            });
             assert_eq!(got, want, "row {i}");
         }
     }
@@ -182,7 +299,10 @@ mod tests {
         assert_eq!(select(&pins, "y").map(|p| p.id), Ok(1));
         assert_eq!(select(&pins, "z").map(|p| p.id), Err(Miss::ReplyDiffers));
         assert_eq!(select(&[], "z").map(|p| p.id), Err(Miss::NoPin));
-        let bad = vec![Pin { session: "../x".into(), ..pin(3, "y") }];
+        let bad = vec![Pin {
+            session: "../x".into(),
+            ..pin(3, "y")
+        }];
         assert_eq!(select(&bad, "y").map(|p| p.id), Err(Miss::BadSessionId));
     }
 }

@@ -30,7 +30,9 @@ fn output(real: &Path, flag: &str, guard: &str) -> Option<String> {
         .stderr(Stdio::null())
         .output()
         .ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Stream the file looking for `needle` (which may straddle chunk borders).

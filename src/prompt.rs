@@ -20,7 +20,11 @@ pub enum Prompt {
     /// stream-json input: `before` (control lines) was read ahead of the
     /// user line, `after` is input already read past it; the rest of stdin
     /// is forwarded live.
-    StreamJson { before: Vec<u8>, line: Vec<u8>, after: Vec<u8> },
+    StreamJson {
+        before: Vec<u8>,
+        line: Vec<u8>,
+        after: Vec<u8>,
+    },
     /// Nothing the shim can read: stdin is a terminal (`inherit`), or
     /// stream-json input ended or paused before a user message; `bytes` is
     /// what was consumed.
@@ -63,13 +67,16 @@ pub fn positional(args: &ParsedArgs) -> Option<(usize, String)> {
 pub fn read(args: &ParsedArgs, input: InputFormat) -> std::io::Result<Prompt> {
     let stdin = std::io::stdin();
     if input == InputFormat::StreamJson {
-        return read_stream_json(&mut RawStdin::default());
+        return read_stream_json(&mut RawStdin);
     }
     if let Some((index, text)) = positional(args) {
         return Ok(Prompt::Positional { index, text });
     }
     if stdin.is_terminal() {
-        return Ok(Prompt::None { bytes: Vec::new(), inherit: true });
+        return Ok(Prompt::None {
+            bytes: Vec::new(),
+            inherit: true,
+        });
     }
     let mut bytes = Vec::new();
     stdin.lock().read_to_end(&mut bytes)?;
@@ -98,7 +105,8 @@ impl Chunks for RawStdin {
         // SAFETY: fd 0 outlives this call.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
         if let Some(p) = patience {
-            let ms = PollTimeout::try_from(p.as_millis().min(i32::MAX as u128) as i32).unwrap_or(PollTimeout::MAX);
+            let ms = PollTimeout::try_from(p.as_millis().min(i32::MAX as u128) as i32)
+                .unwrap_or(PollTimeout::MAX);
             let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
             match poll(&mut fds, ms) {
                 Ok(0) => return Ok(None),
@@ -131,20 +139,36 @@ pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
             if is_user_line(&buf[scanned..end]) {
                 let after = buf.split_off(end);
                 let line = buf.split_off(scanned);
-                return Ok(Prompt::StreamJson { before: buf, line, after });
+                return Ok(Prompt::StreamJson {
+                    before: buf,
+                    line,
+                    after,
+                });
             }
             scanned = end;
         }
         let patience = (scanned > 0).then_some(CONTROL_PATIENCE);
         match input.chunk(patience)? {
-            None => return Ok(Prompt::None { bytes: buf, inherit: false }),
+            None => {
+                return Ok(Prompt::None {
+                    bytes: buf,
+                    inherit: false,
+                })
+            }
             Some(c) if c.is_empty() => {
                 // EOF: a last line without a newline still counts.
                 if scanned < buf.len() && is_user_line(&buf[scanned..]) {
                     let line = buf.split_off(scanned);
-                    return Ok(Prompt::StreamJson { before: buf, line, after: Vec::new() });
+                    return Ok(Prompt::StreamJson {
+                        before: buf,
+                        line,
+                        after: Vec::new(),
+                    });
                 }
-                return Ok(Prompt::None { bytes: buf, inherit: false });
+                return Ok(Prompt::None {
+                    bytes: buf,
+                    inherit: false,
+                });
             }
             Some(c) => buf.extend_from_slice(&c),
         }
@@ -223,29 +247,57 @@ mod tests {
         }
     }
 
-    const CONTROL: &[u8] = b"{\"type\":\"control_request\",\"request\":{\"subtype\":\"initialize\"}}\n";
+    const CONTROL: &[u8] =
+        b"{\"type\":\"control_request\",\"request\":{\"subtype\":\"initialize\"}}\n";
     const USER: &[u8] = b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
 
     #[test]
     fn stream_json_reads_past_control_lines_only() {
-        let mut s = Script(vec![Some(CONTROL), Some(&USER[..10]), Some(&USER[10..]), Some(b"{\"more\"")].into());
+        let mut s = Script(
+            vec![
+                Some(CONTROL),
+                Some(&USER[..10]),
+                Some(&USER[10..]),
+                Some(b"{\"more\""),
+            ]
+            .into(),
+        );
         let p = read_stream_json(&mut s).unwrap();
-        let Prompt::StreamJson { before, line, after } = &p else { panic!("{p:?}") };
+        let Prompt::StreamJson {
+            before,
+            line,
+            after,
+        } = &p
+        else {
+            panic!("{p:?}")
+        };
         assert_eq!((&before[..], &line[..]), (CONTROL, USER));
         assert_eq!(p.text().as_deref(), Some("hi"));
-        assert!(after.is_empty(), "nothing read past the user line: {after:?}");
+        assert!(
+            after.is_empty(),
+            "nothing read past the user line: {after:?}"
+        );
         // Input that arrived in the same chunk as the user line is kept.
         let both = [USER, b"{\"x\":1}\n"].concat().leak();
         let p = read_stream_json(&mut Script(vec![Some(&*both)].into())).unwrap();
-        let Prompt::StreamJson { after, .. } = &p else { panic!("{p:?}") };
+        let Prompt::StreamJson { after, .. } = &p else {
+            panic!("{p:?}")
+        };
         assert_eq!(after, b"{\"x\":1}\n");
     }
 
     #[test]
     fn stream_json_gives_up_when_control_lines_are_followed_by_silence() {
         // An SDK waiting for the initialize response: no deadlock, run unchanged.
-        let p = read_stream_json(&mut Script(vec![Some(CONTROL), None, Some(USER)].into())).unwrap();
-        assert_eq!(p, Prompt::None { bytes: CONTROL.to_vec(), inherit: false });
+        let p =
+            read_stream_json(&mut Script(vec![Some(CONTROL), None, Some(USER)].into())).unwrap();
+        assert_eq!(
+            p,
+            Prompt::None {
+                bytes: CONTROL.to_vec(),
+                inherit: false
+            }
+        );
         // Without control lines the shim waits as the CLI would.
         let p = read_stream_json(&mut Script(vec![None, Some(USER)].into())).unwrap();
         assert!(matches!(p, Prompt::StreamJson { .. }));
@@ -259,8 +311,14 @@ mod tests {
     #[test]
     fn stream_text_shapes() {
         let cases: &[(&str, Option<&str>)] = &[
-            (r#"{"type":"user","message":{"role":"user","content":"a"}}"#, Some("a")),
-            (r#"{"type":"user","message":{"content":[{"type":"text","text":"b"}]}}"#, Some("b")),
+            (
+                r#"{"type":"user","message":{"role":"user","content":"a"}}"#,
+                Some("a"),
+            ),
+            (
+                r#"{"type":"user","message":{"content":[{"type":"text","text":"b"}]}}"#,
+                Some("b"),
+            ),
             (
                 r#"{"type":"user","message":{"content":[{"type":"image","source":{}},{"type":"text","text":"c"}]}}"#,
                 Some("c"),

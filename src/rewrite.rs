@@ -10,11 +10,20 @@ use std::ffi::OsString;
 pub fn session_flags(plan: &Plan) -> Vec<OsString> {
     let v: Vec<&str> = match plan {
         Plan::Fresh { session, .. } => vec!["--session-id", session],
-        Plan::Resume { session, how: How::InPlace } => vec!["--resume", session],
-        Plan::Resume { session, how: How::ForkHead { new } } => {
+        Plan::Resume {
+            session,
+            how: How::InPlace,
+        } => vec!["--resume", session],
+        Plan::Resume {
+            session,
+            how: How::ForkHead { new },
+        } => {
             vec!["--resume", session, "--fork-session", "--session-id", new]
         }
-        Plan::Resume { session, how: How::ForkAt { at, new } } => vec![
+        Plan::Resume {
+            session,
+            how: How::ForkAt { at, new },
+        } => vec![
             "--resume",
             session,
             "--resume-session-at",
@@ -49,12 +58,31 @@ mod tests {
 
     #[test]
     fn flags_go_first() {
-        let args: Vec<OsString> = ["-p", "--allowedTools", "A", "B", "--", "prompt"].map(Into::into).to_vec();
-        let plan = Plan::Resume { session: "S".into(), how: How::ForkAt { at: "A1".into(), new: "N".into() } };
+        let args: Vec<OsString> = ["-p", "--allowedTools", "A", "B", "--", "prompt"]
+            .map(Into::into)
+            .to_vec();
+        let plan = Plan::Resume {
+            session: "S".into(),
+            how: How::ForkAt {
+                at: "A1".into(),
+                new: "N".into(),
+            },
+        };
         let out = argv(&plan, &args);
         let want: Vec<OsString> = [
-            "--resume", "S", "--resume-session-at", "A1", "--fork-session", "--session-id", "N",
-            "-p", "--allowedTools", "A", "B", "--", "prompt",
+            "--resume",
+            "S",
+            "--resume-session-at",
+            "A1",
+            "--fork-session",
+            "--session-id",
+            "N",
+            "-p",
+            "--allowedTools",
+            "A",
+            "B",
+            "--",
+            "prompt",
         ]
         .map(Into::into)
         .to_vec();
@@ -62,8 +90,14 @@ mod tests {
         let parsed = crate::argv::parse(&out).unwrap();
         assert_eq!(parsed.value("resume"), Some("S"));
         assert_eq!(parsed.values("allowedTools"), ["A", "B"]);
-        let fresh = Plan::Fresh { session: "N".into(), why: Why::Forced };
-        assert_eq!(argv(&fresh, &[])[..2], ["--session-id".into(), "N".into()] as [OsString; 2]);
+        let fresh = Plan::Fresh {
+            session: "N".into(),
+            why: Why::Forced,
+        };
+        assert_eq!(
+            argv(&fresh, &[])[..2],
+            ["--session-id".into(), "N".into()] as [OsString; 2]
+        );
     }
 
     #[test]

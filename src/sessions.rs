@@ -53,10 +53,14 @@ mod tests {
         std::fs::write(
             &f,
             concat!(
-                r#"{"type":"user","uuid":"u1"}"#, "\n",
-                r#"{"type":"assistant","uuid":"a1"}"#, "\n",
-                r#"{"type":"assistant","uuid":"side","isSidechain":true}"#, "\n",
-                r#"{"type":"last-prompt"}"#, "\n",
+                r#"{"type":"user","uuid":"u1"}"#,
+                "\n",
+                r#"{"type":"assistant","uuid":"a1"}"#,
+                "\n",
+                r#"{"type":"assistant","uuid":"side","isSidechain":true}"#,
+                "\n",
+                r#"{"type":"last-prompt"}"#,
+                "\n",
                 r#"{"type":"assistant","uuid":"torn"#,
             ),
         )

@@ -37,5 +37,9 @@ pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
 pub fn exec_or_die(real: &Path, args: &[OsString], guard: &str) -> ! {
     let err = passthrough::exec(real, args, guard);
     eprintln!("claude-shim: cannot run {}: {err}", real.display());
-    std::process::exit(if err.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 })
+    std::process::exit(if err.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    })
 }

@@ -38,7 +38,11 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
         };
         runner::run(spec, &child).unwrap_or_else(|e| {
             eprintln!("claude-shim: cannot run {}: {e}", real.display());
-            std::process::exit(if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 })
+            std::process::exit(if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            })
         })
     };
 
@@ -71,7 +75,11 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
         first.release();
         (first, decision.kind())
     };
-    let sent = if kind == Kind::Fallback { prompt.len() } else { sent };
+    let sent = if kind == Kind::Fallback {
+        prompt.len()
+    } else {
+        sent
+    };
     if succeeded(&finished) {
         decision.record(&finished.observation);
     }
@@ -102,27 +110,42 @@ fn attempt(
     original: &StdinPlan,
 ) -> (Vec<OsString>, StdinPlan, usize) {
     let Some(delta) = d.delta() else {
-        return (crate::rewrite::argv(&d.plan, args), original.clone(), prompt.len());
+        return (
+            crate::rewrite::argv(&d.plan, args),
+            original.clone(),
+            prompt.len(),
+        );
     };
     let sent = delta.len();
     match prompt {
         Prompt::Positional { index, .. } => {
             let args = prompt::replace_positional(args, *index, &delta);
-            (crate::rewrite::argv(&d.plan, &args), StdinPlan::Inherit, sent)
+            (
+                crate::rewrite::argv(&d.plan, &args),
+                StdinPlan::Inherit,
+                sent,
+            )
         }
         Prompt::Stdin { .. } => (
             crate::rewrite::argv(&d.plan, args),
             StdinPlan::Bytes(delta.into_bytes()),
             sent,
         ),
-        Prompt::StreamJson { before, line, after } => {
+        Prompt::StreamJson {
+            before,
+            line,
+            after,
+        } => {
             let Some(line) = prompt::replace_stream_text(line, &delta) else {
                 // Cannot rewrite: run as the caller asked (nothing is pinned
                 // since the session seen will not be the planned one).
                 return (args.to_vec(), original.clone(), prompt.len());
             };
             let first = [&before[..], &line[..]].concat();
-            let stdin = StdinPlan::Stream { first, pending: after.clone() };
+            let stdin = StdinPlan::Stream {
+                first,
+                pending: after.clone(),
+            };
             (crate::rewrite::argv(&d.plan, args), stdin, line.len())
         }
         Prompt::None { .. } => (args.to_vec(), original.clone(), prompt.len()),
@@ -134,7 +157,11 @@ fn original_stdin(prompt: &Prompt, input: InputFormat) -> StdinPlan {
     match prompt {
         Prompt::Positional { .. } | Prompt::None { inherit: true, .. } => StdinPlan::Inherit,
         Prompt::Stdin { bytes } => StdinPlan::Bytes(bytes.clone()),
-        Prompt::StreamJson { before, line, after } => StdinPlan::Stream {
+        Prompt::StreamJson {
+            before,
+            line,
+            after,
+        } => StdinPlan::Stream {
             first: [&before[..], &line[..]].concat(),
             pending: after.clone(),
         },

@@ -11,8 +11,16 @@ pub struct Labels {
     assistant: &'static str,
 }
 
-pub static HUMAN: Labels = Labels { name: "human-assistant", user: "Human:", assistant: "Assistant:" };
-pub static USER: Labels = Labels { name: "user-assistant", user: "User:", assistant: "Assistant:" };
+pub static HUMAN: Labels = Labels {
+    name: "human-assistant",
+    user: "Human:",
+    assistant: "Assistant:",
+};
+pub static USER: Labels = Labels {
+    name: "user-assistant",
+    user: "User:",
+    assistant: "Assistant:",
+};
 
 impl Labels {
     /// The role a line opens, and the rest of the line after the marker.
@@ -20,7 +28,8 @@ impl Labels {
         let rest = |label: &str| {
             let rest = line.strip_prefix(label)?;
             // `Human:x` is not a marker; `Human:` alone or `Human: x` is.
-            (rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t')).then(|| rest.trim_start())
+            (rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t'))
+                .then(|| rest.trim_start())
         };
         rest(self.user)
             .map(|r| (Role::User, r))
@@ -53,7 +62,12 @@ impl Dialect for Labels {
             }
         }
         let alternates = turns.iter().enumerate().all(|(i, (role, _))| {
-            *role == if i % 2 == 0 { Role::User } else { Role::Assistant }
+            *role
+                == if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                }
         });
         if turns.is_empty() || !alternates {
             return None;
@@ -74,7 +88,10 @@ impl Dialect for Labels {
             preamble: (!preamble.is_empty()).then(|| preamble.to_owned()),
             prior: turns
                 .into_iter()
-                .map(|(role, body)| Turn { role, text: body.trim().to_owned() })
+                .map(|(role, body)| Turn {
+                    role,
+                    text: body.trim().to_owned(),
+                })
                 .collect(),
             current: current.trim().to_owned(),
             suffix,
@@ -94,11 +111,18 @@ mod tests {
     fn human_family_shapes() {
         use Role::*;
         // openai wrapper: joined by blank lines.
-        let c = HUMAN.parse("Human: u1\n\nAssistant: a1\nline 2\n\nHuman: u2").unwrap();
+        let c = HUMAN
+            .parse("Human: u1\n\nAssistant: a1\nline 2\n\nHuman: u2")
+            .unwrap();
         assert_eq!(turns(&c), [(User, "u1"), (Assistant, "a1\nline 2")]);
-        assert_eq!((c.current.as_str(), c.preamble, c.suffix), ("u2", None, None));
+        assert_eq!(
+            (c.current.as_str(), c.preamble, c.suffix),
+            ("u2", None, None)
+        );
         // relay: System line, single newlines, trailing cue.
-        let c = HUMAN.parse("System: be brief\nHuman: u1\nAssistant: a1\nHuman: u2\nAssistant:").unwrap();
+        let c = HUMAN
+            .parse("System: be brief\nHuman: u1\nAssistant: a1\nHuman: u2\nAssistant:")
+            .unwrap();
         assert_eq!(c.preamble.as_deref(), Some("System: be brief"));
         assert_eq!(turns(&c), [(User, "u1"), (Assistant, "a1")]);
         assert_eq!(c.current, "u2");

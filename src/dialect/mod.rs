@@ -47,7 +47,10 @@ impl Conversation {
 
     /// Earlier user turns, in order.
     pub fn prior_user_turns(&self) -> impl Iterator<Item = &str> {
-        self.prior.iter().filter(|t| t.role == Role::User).map(|t| t.text.as_str())
+        self.prior
+            .iter()
+            .filter(|t| t.role == Role::User)
+            .map(|t| t.text.as_str())
     }
 
     /// The reply the caller says it received last.
@@ -99,21 +102,35 @@ pub fn detect(text: &str, forced: Option<&str>) -> Detection {
         return match DIALECTS.iter().find(|d| d.name() == name) {
             Some(d) => match d.parse(text) {
                 Some(c) => Detection::Recognised(c),
-                None => Detection::Unrecognised(format!("the prompt does not fit the forced dialect {name}")),
+                None => Detection::Unrecognised(format!(
+                    "the prompt does not fit the forced dialect {name}"
+                )),
             },
-            None => Detection::Unrecognised(format!("unknown dialect {name} (known: {})", names().collect::<Vec<_>>().join(", "))),
+            None => Detection::Unrecognised(format!(
+                "unknown dialect {name} (known: {})",
+                names().collect::<Vec<_>>().join(", ")
+            )),
         };
     }
     let fits: Vec<Conversation> = DIALECTS.iter().filter_map(|d| d.parse(text)).collect();
     match fits.len() {
         0 => Detection::Unrecognised("no role markers of a known dialect".into()),
-        1 => Detection::Recognised(fits.into_iter().next().unwrap_or_else(|| Conversation::first_turn(text))),
-        _ if fits.windows(2).all(|w| same_turns(&w[0], &w[1])) => {
-            Detection::Recognised(fits.into_iter().next().unwrap_or_else(|| Conversation::first_turn(text)))
-        }
+        1 => Detection::Recognised(
+            fits.into_iter()
+                .next()
+                .unwrap_or_else(|| Conversation::first_turn(text)),
+        ),
+        _ if fits.windows(2).all(|w| same_turns(&w[0], &w[1])) => Detection::Recognised(
+            fits.into_iter()
+                .next()
+                .unwrap_or_else(|| Conversation::first_turn(text)),
+        ),
         _ => Detection::Unrecognised(format!(
             "ambiguous: fits {} differently",
-            fits.iter().map(|c| c.dialect).collect::<Vec<_>>().join(" and ")
+            fits.iter()
+                .map(|c| c.dialect)
+                .collect::<Vec<_>>()
+                .join(" and ")
         )),
     }
 }
@@ -129,14 +146,27 @@ mod tests {
     #[test]
     fn detect_picks_the_family_or_refuses() {
         let human = "Human: hi\n\nAssistant: yo\n\nHuman: more";
-        let Detection::Recognised(c) = detect(human, None) else { panic!() };
+        let Detection::Recognised(c) = detect(human, None) else {
+            panic!()
+        };
         assert_eq!(c.dialect, "human-assistant");
         let user = "User: hi\n\nAssistant: yo\n\nUser: more";
-        let Detection::Recognised(c) = detect(user, None) else { panic!() };
+        let Detection::Recognised(c) = detect(user, None) else {
+            panic!()
+        };
         assert_eq!(c.dialect, "user-assistant");
-        assert!(matches!(detect("just a question", None), Detection::Unrecognised(_)));
-        assert!(matches!(detect(human, Some("user-assistant")), Detection::Unrecognised(_)));
-        assert!(matches!(detect(human, Some("nope")), Detection::Unrecognised(_)));
+        assert!(matches!(
+            detect("just a question", None),
+            Detection::Unrecognised(_)
+        ));
+        assert!(matches!(
+            detect(human, Some("user-assistant")),
+            Detection::Unrecognised(_)
+        ));
+        assert!(matches!(
+            detect(human, Some("nope")),
+            Detection::Unrecognised(_)
+        ));
         // Families mixed: neither fits, so the turn runs fresh.
         let mixed = "Human: a\n\nAssistant: b\n\nUser: c";
         assert!(matches!(detect(mixed, None), Detection::Unrecognised(_)));

@@ -123,7 +123,10 @@ pub fn run(spec: Spec, child_pid: &signals::ChildPid) -> std::io::Result<Finishe
     child_pid.set(child.id() as i32);
 
     let (hold, gate) = tee::Hold::new(spec.hold);
-    let feeder = child.stdin.take().map(|stdin| feed(stdin, spec.stdin.clone(), gate));
+    let feeder = child
+        .stdin
+        .take()
+        .map(|stdin| feed(stdin, spec.stdin.clone(), gate));
     let err_thread = child.stderr.take().map(|from| {
         let hold = hold.clone();
         std::thread::spawn(move || tee::copy(from, tee::Stream::Err, hold, None, |_| false))

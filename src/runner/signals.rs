@@ -54,23 +54,27 @@ impl ChildPid {
         self.0.store(0, Ordering::SeqCst)
     }
     fn get(&self) -> Option<Pid> {
-        Some(self.0.load(Ordering::SeqCst)).filter(|&p| p > 0).map(Pid::from_raw)
+        Some(self.0.load(Ordering::SeqCst))
+            .filter(|&p| p > 0)
+            .map(Pid::from_raw)
     }
 }
 
 /// Start the relay thread. It lives until the process exits.
 pub fn relay(child: ChildPid) -> std::io::Result<()> {
-    std::thread::Builder::new().name("signals".into()).spawn(move || {
-        let set = forwarded_set();
-        while let Ok(sig) = set.wait() {
-            if sig == Signal::SIGINT && !forward_int() {
-                continue;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let set = forwarded_set();
+            while let Ok(sig) = set.wait() {
+                if sig == Signal::SIGINT && !forward_int() {
+                    continue;
+                }
+                if let Some(pid) = child.get() {
+                    let _ = signal::kill(pid, sig);
+                }
             }
-            if let Some(pid) = child.get() {
-                let _ = signal::kill(pid, sig);
-            }
-        }
-    })?;
+        })?;
     Ok(())
 }
 

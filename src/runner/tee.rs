@@ -41,7 +41,11 @@ impl Hold {
             let _ = tx.send(());
             None
         };
-        let h = Hold { committed: !hold, gate, ..Default::default() };
+        let h = Hold {
+            committed: !hold,
+            gate,
+            ..Default::default()
+        };
         (Arc::new(Mutex::new(h)), rx)
     }
 }
@@ -99,7 +103,12 @@ pub fn copy(
         if let Some(o) = observer.as_mut() {
             o.feed(chunk);
         }
-        if !pass(to, chunk, &hold, observer.as_ref().is_some_and(&commit_when)) {
+        if !pass(
+            to,
+            chunk,
+            &hold,
+            observer.as_ref().is_some_and(&commit_when),
+        ) {
             break;
         }
     }
@@ -125,10 +134,7 @@ fn pass(to: Stream, chunk: &[u8], hold: &SharedHold, commit_now: bool) -> bool {
             return true;
         }
     }
-    match write_all(to, chunk) {
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => false,
-        _ => true,
-    }
+    !matches!(write_all(to, chunk), Err(e) if e.kind() == ErrorKind::BrokenPipe)
 }
 
 /// write(2) straight to fd 1/2: no std buffering, so bytes leave at once.

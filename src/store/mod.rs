@@ -2,8 +2,8 @@
 //! Every failure here is reported to the caller of these functions, who logs
 //! it and carries on without the store (the turn runs as without the shim).
 
-mod migrations;
 pub mod caps;
+mod migrations;
 pub mod pins;
 pub mod runs;
 
@@ -28,7 +28,8 @@ impl Store {
         ensure_private_dir(dir)?;
         let path = dir.join(DB_FILE);
         let existed = path.exists();
-        let conn = Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        let conn =
+            Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
         if !existed {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
         }
@@ -56,7 +57,9 @@ impl Store {
     }
 
     pub fn schema_version(&self) -> Result<i64> {
-        Ok(self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+        Ok(self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
 }
 
@@ -85,7 +88,10 @@ fn check_private_file(path: &Path) -> Result<()> {
         bail!("{} is owned by another user", path.display());
     }
     if meta.mode() & 0o077 != 0 {
-        bail!("{} is readable or writable by others (want 0600)", path.display());
+        bail!(
+            "{} is readable or writable by others (want 0600)",
+            path.display()
+        );
     }
     Ok(())
 }
@@ -108,7 +114,10 @@ mod tests {
         let dir = t.path().join("data");
         let store = Store::open_in(&dir).unwrap();
         assert_eq!(std::fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
-        assert_eq!(std::fs::metadata(&store.path).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&store.path).unwrap().mode() & 0o777,
+            0o600
+        );
         assert_eq!(store.schema_version().unwrap(), migrations::COUNT as i64);
         drop(store);
         // Reopening is idempotent.

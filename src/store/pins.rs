@@ -56,7 +56,9 @@ impl Store {
 
     /// Record a node reached by a successful run; it becomes its session's head.
     pub fn add_pin(&mut self, pin: &NewPin<'_>) -> Result<()> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute(
             "INSERT INTO pins (scope, chain, session, assistant_uuid, reply_hashes, preamble_hash,
                                turns, cwd, created_at, reply_preview)
@@ -85,8 +87,10 @@ impl Store {
 
     /// Forget a session's pins (its file is gone or the CLI refused it).
     pub fn drop_session(&self, session: &str) -> Result<()> {
-        self.conn.execute("DELETE FROM pins WHERE session = ?1", [session])?;
-        self.conn.execute("DELETE FROM sessions WHERE session = ?1", [session])?;
+        self.conn
+            .execute("DELETE FROM pins WHERE session = ?1", [session])?;
+        self.conn
+            .execute("DELETE FROM sessions WHERE session = ?1", [session])?;
         Ok(())
     }
 
@@ -104,8 +108,15 @@ impl Store {
 
     /// Take the in-place lease on `session` for `pid` unless a live holder
     /// has it. Atomic across processes (IMMEDIATE transaction).
-    pub fn try_lease(&mut self, session: &str, pid: i32, alive: impl Fn(i32) -> bool) -> Result<bool> {
-        let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    pub fn try_lease(
+        &mut self,
+        session: &str,
+        pid: i32,
+        alive: impl Fn(i32) -> bool,
+    ) -> Result<bool> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let holder: Option<(Option<i32>, Option<i64>)> = tx
             .query_row(
                 "SELECT lease_pid, lease_until FROM sessions WHERE session = ?1",
@@ -164,7 +175,10 @@ mod tests {
         s.add_pin(&pin("S", "A1", &h)).unwrap();
         s.add_pin(&pin("T", "B1", &h)).unwrap();
         let found = s.find_pins("sc", "ch").unwrap();
-        assert_eq!(found.iter().map(|p| p.session.as_str()).collect::<Vec<_>>(), ["T", "S"]);
+        assert_eq!(
+            found.iter().map(|p| p.session.as_str()).collect::<Vec<_>>(),
+            ["T", "S"]
+        );
         assert_eq!(found[1].reply_hashes, h);
         assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A1"));
         s.drop_session("S").unwrap();

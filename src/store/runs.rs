@@ -98,6 +98,9 @@ mod tests {
             s.log_run(&run).unwrap();
         }
         let counts = s.run_counts().unwrap();
-        assert_eq!(counts, [("fresh".to_string(), 1), ("resumed".to_string(), 2)]);
+        assert_eq!(
+            counts,
+            [("fresh".to_string(), 1), ("resumed".to_string(), 2)]
+        );
     }
 }
