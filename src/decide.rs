@@ -139,13 +139,20 @@ pub fn gather(
             Ok(pin) => {
                 preamble_changed =
                     pin.preamble_hash != identity::preamble_hash(conv.preamble.as_deref());
-                let file_exists = sessions::find(config_dir, &pin.session).is_some();
-                let head = store.session_head(&pin.session)?;
-                let is_head = head == pin.assistant_uuid;
+                let file = sessions::find(config_dir, &pin.session);
+                let at = pin.assistant_uuid.as_deref();
+                // The node is the head only if both we and the file agree:
+                // someone may have resumed the session by hand since.
+                let is_head = store.session_head(&pin.session)?.as_deref() == at
+                    && file
+                        .as_deref()
+                        .and_then(sessions::last_assistant_uuid)
+                        .as_deref()
+                        == at;
                 let leased = lease
                     && is_head
-                    && file_exists
-                    && store.try_lease(&pin.session, std::process::id() as i32, alive)?;
+                    && store.try_lease(&pin.session, at, std::process::id() as i32, alive)?;
+                let file_exists = file.is_some();
                 Ok(Candidate {
                     session: pin.session.clone(),
                     at: pin.assistant_uuid.clone(),

@@ -106,28 +106,36 @@ impl Store {
             .flatten())
     }
 
-    /// Take the in-place lease on `session` for `pid` unless a live holder
-    /// has it. Atomic across processes (IMMEDIATE transaction).
+    /// Take the in-place lease on `session` for `pid` if its head is still
+    /// `head` and no live holder has it. Head check and lease are one
+    /// IMMEDIATE transaction, so a turn that just moved the head cannot be
+    /// overwritten by one that read the old head.
     pub fn try_lease(
         &mut self,
         session: &str,
+        head: Option<&str>,
         pid: i32,
         alive: impl Fn(i32) -> bool,
     ) -> Result<bool> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let holder: Option<(Option<i32>, Option<i64>)> = tx
+        let row: Option<(Option<String>, Option<i32>, Option<i64>)> = tx
             .query_row(
-                "SELECT lease_pid, lease_until FROM sessions WHERE session = ?1",
+                "SELECT head_uuid, lease_pid, lease_until FROM sessions WHERE session = ?1",
                 [session],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
         let now = super::now();
-        if let Some((Some(holder), Some(until))) = holder {
-            if holder != pid && until > now && alive(holder) {
+        if let Some((current, holder, until)) = row {
+            if current.as_deref() != head {
                 return Ok(false);
+            }
+            if let (Some(holder), Some(until)) = (holder, until) {
+                if holder != pid && until > now && alive(holder) {
+                    return Ok(false);
+                }
             }
         }
         tx.execute(
@@ -189,14 +197,19 @@ mod tests {
     #[test]
     fn lease_is_exclusive_while_holder_lives() {
         let mut s = Store::in_memory().unwrap();
-        assert!(s.try_lease("S", 1, |_| true).unwrap());
-        assert!(!s.try_lease("S", 2, |_| true).unwrap());
-        assert!(s.try_lease("S", 2, |_| false).unwrap(), "dead holder");
-        s.release_lease("S", 2).unwrap();
-        assert!(s.try_lease("S", 3, |_| true).unwrap());
-        // Leasing keeps the head.
         let h = vec![];
+        s.add_pin(&pin("S", "A1", &h)).unwrap();
+        assert!(s.try_lease("S", Some("A1"), 1, |_| true).unwrap());
+        assert!(!s.try_lease("S", Some("A1"), 2, |_| true).unwrap());
+        assert!(
+            s.try_lease("S", Some("A1"), 2, |_| false).unwrap(),
+            "dead holder"
+        );
+        s.release_lease("S", 2).unwrap();
+        // The head moved on: the old node may not resume in place.
         s.add_pin(&pin("S", "A9", &h)).unwrap();
+        assert!(!s.try_lease("S", Some("A1"), 3, |_| true).unwrap());
+        assert!(s.try_lease("S", Some("A9"), 3, |_| true).unwrap());
         assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A9"));
     }
 }
