@@ -36,11 +36,7 @@ enum Command {
 pub fn main(args: Vec<OsString>) -> ! {
     let cli = Cli::parse_from(args);
     match cli.command {
-        Command::Run { mut args } => {
-            // clap keeps a leading `--` in a trailing var arg; claude must not see it.
-            if args.first().is_some_and(|a| a == "--") {
-                args.remove(0);
-            }
+        Command::Run { args } => {
             let me = std::env::current_exe().unwrap_or_else(|_| "claude-shim".into());
             crate::shim::main(Path::new(&me), args)
         }
