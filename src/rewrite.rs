@@ -45,9 +45,10 @@ pub fn argv(plan: &Plan, args: &[OsString]) -> Vec<OsString> {
 /// The prompt text a resumed turn sends: the new user message, preceded by
 /// the preamble when the session does not hold this version of it.
 pub fn delta(conv: &Conversation, send_preamble: bool) -> String {
-    match (&conv.preamble, send_preamble) {
-        (Some(p), true) => format!("{p}\n\n{}", conv.current),
-        _ => conv.current.clone(),
+    if send_preamble {
+        conv.delta_with_preamble.clone()
+    } else {
+        conv.delta.clone()
     }
 }
 
@@ -102,9 +103,9 @@ mod tests {
 
     #[test]
     fn delta_with_and_without_preamble() {
-        let mut c = Conversation::first_turn("now");
+        let c = Conversation::first_turn("now");
         assert_eq!(delta(&c, true), "now");
-        c.preamble = Some("System: be brief".into());
+        let c = Conversation::new("x", Some("System: be brief".into()), vec![], "now".into());
         assert_eq!(delta(&c, false), "now");
         assert_eq!(delta(&c, true), "System: be brief\n\nnow");
     }

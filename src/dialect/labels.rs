@@ -83,19 +83,17 @@ impl Dialect for Labels {
         }
         let (_, current) = turns.pop()?;
         let preamble = preamble.trim();
-        Some(Conversation {
-            dialect: self.name,
-            preamble: (!preamble.is_empty()).then(|| preamble.to_owned()),
-            prior: turns
-                .into_iter()
-                .map(|(role, body)| Turn {
-                    role,
-                    text: body.trim().to_owned(),
-                })
-                .collect(),
-            current: current.trim().to_owned(),
-            suffix,
-        })
+        let prior = turns
+            .into_iter()
+            .map(|(role, body)| Turn {
+                role,
+                text: body.trim().to_owned(),
+            })
+            .collect();
+        let preamble = (!preamble.is_empty()).then(|| preamble.to_owned());
+        let mut c = Conversation::new(self.name, preamble, prior, current.trim().to_owned());
+        c.suffix = suffix;
+        Some(c)
     }
 }
 

@@ -3,7 +3,11 @@
 //! that fits, and anything ambiguous or unknown is treated as a first turn
 //! (run fresh with the whole prompt — never an error).
 
+mod generic;
+mod json;
 mod labels;
+mod markdown;
+mod xml;
 
 /// Who said a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,20 +29,41 @@ pub struct Conversation {
     pub dialect: &'static str,
     pub preamble: Option<String>,
     pub prior: Vec<Turn>,
+    /// The new user message, as hashed into the chain.
     pub current: String,
     pub suffix: Option<String>,
+    /// What a resumed turn sends instead of the whole prompt, in the
+    /// dialect's own shape: without and with the preamble.
+    pub delta: String,
+    pub delta_with_preamble: String,
 }
 
 impl Conversation {
+    /// A conversation whose delta is the bare current message.
+    pub fn new(
+        dialect: &'static str,
+        preamble: Option<String>,
+        prior: Vec<Turn>,
+        current: String,
+    ) -> Conversation {
+        let delta_with_preamble = match &preamble {
+            Some(p) => format!("{p}\n\n{current}"),
+            None => current.clone(),
+        };
+        Conversation {
+            dialect,
+            preamble,
+            prior,
+            delta: current.clone(),
+            current,
+            suffix: None,
+            delta_with_preamble,
+        }
+    }
+
     /// A prompt with no history: the whole text is the user message.
     pub fn first_turn(text: &str) -> Conversation {
-        Conversation {
-            dialect: "none",
-            preamble: None,
-            prior: Vec::new(),
-            current: text.to_owned(),
-            suffix: None,
-        }
+        Conversation::new("none", None, Vec::new(), text.to_owned())
     }
 
     pub fn has_history(&self) -> bool {
@@ -61,6 +86,18 @@ impl Conversation {
             .find(|t| t.role == Role::Assistant)
             .map(|t| t.text.as_str())
     }
+
+    /// True when turns alternate user, assistant, …, starting with the user.
+    pub fn alternates(&self) -> bool {
+        self.prior.iter().enumerate().all(|(i, t)| {
+            t.role
+                == if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                }
+        }) && self.prior.len() % 2 == 0
+    }
 }
 
 /// A way of rendering history.
@@ -71,10 +108,21 @@ pub trait Dialect: Sync {
     fn parse(&self, text: &str) -> Option<Conversation>;
 }
 
-static DIALECTS: &[&dyn Dialect] = &[&labels::HUMAN, &labels::USER];
+/// Specific dialects, tried together; a prompt that fits two of them
+/// differently is ambiguous and runs fresh.
+static DIALECTS: &[&dyn Dialect] = &[
+    &labels::HUMAN,
+    &labels::USER,
+    &markdown::MARKDOWN,
+    &xml::XML,
+    &json::JSON,
+];
+
+/// Tried only when no specific dialect fits.
+static FALLBACK: &dyn Dialect = &generic::GENERIC;
 
 pub fn names() -> impl Iterator<Item = &'static str> {
-    DIALECTS.iter().map(|d| d.name())
+    DIALECTS.iter().chain([&FALLBACK]).map(|d| d.name())
 }
 
 /// What `detect` concluded, with the reason when nothing fits.
@@ -99,7 +147,8 @@ impl Detection {
 /// Find the dialect of `text`, or use the forced one.
 pub fn detect(text: &str, forced: Option<&str>) -> Detection {
     if let Some(name) = forced {
-        return match DIALECTS.iter().find(|d| d.name() == name) {
+        let all = || DIALECTS.iter().chain([&FALLBACK]);
+        return match all().find(|d| d.name() == name) {
             Some(d) => match d.parse(text) {
                 Some(c) => Detection::Recognised(c),
                 None => Detection::Unrecognised(format!(
@@ -112,26 +161,22 @@ pub fn detect(text: &str, forced: Option<&str>) -> Detection {
             )),
         };
     }
-    let fits: Vec<Conversation> = DIALECTS.iter().filter_map(|d| d.parse(text)).collect();
-    match fits.len() {
-        0 => Detection::Unrecognised("no role markers of a known dialect".into()),
-        1 => Detection::Recognised(
-            fits.into_iter()
-                .next()
-                .unwrap_or_else(|| Conversation::first_turn(text)),
-        ),
-        _ if fits.windows(2).all(|w| same_turns(&w[0], &w[1])) => Detection::Recognised(
-            fits.into_iter()
-                .next()
-                .unwrap_or_else(|| Conversation::first_turn(text)),
-        ),
-        _ => Detection::Unrecognised(format!(
+    let mut fits: Vec<Conversation> = DIALECTS.iter().filter_map(|d| d.parse(text)).collect();
+    if fits.is_empty() {
+        fits.extend(FALLBACK.parse(text));
+    }
+    if fits.windows(2).any(|w| !same_turns(&w[0], &w[1])) {
+        return Detection::Unrecognised(format!(
             "ambiguous: fits {} differently",
             fits.iter()
                 .map(|c| c.dialect)
                 .collect::<Vec<_>>()
                 .join(" and ")
-        )),
+        ));
+    }
+    match fits.into_iter().next() {
+        Some(c) => Detection::Recognised(c),
+        None => Detection::Unrecognised("no role markers of a known dialect".into()),
     }
 }
 
@@ -167,8 +212,24 @@ mod tests {
             detect(human, Some("nope")),
             Detection::Unrecognised(_)
         ));
-        // Families mixed: neither fits, so the turn runs fresh.
+        // Families mixed: no specific dialect fits; the generic one reads
+        // both user labels as the user (proof of receipt still guards).
         let mixed = "Human: a\n\nAssistant: b\n\nUser: c";
-        assert!(matches!(detect(mixed, None), Detection::Unrecognised(_)));
+        let Detection::Recognised(c) = detect(mixed, None) else {
+            panic!()
+        };
+        assert_eq!(c.dialect, "generic");
+        // Each specific dialect is found by detect.
+        for (text, name) in [
+            ("## user\na\n\n## assistant\nb\n\n## user\nc", "markdown"),
+            ("a\n<previous_response>\nb\n</previous_response>\nc", "xml"),
+            (r#"[{"role":"user","content":"a"}]"#, "json"),
+            ("[User]\na\n[Assistant]\nb\n[User]\nc", "generic"),
+        ] {
+            let Detection::Recognised(c) = detect(text, None) else {
+                panic!("{text}")
+            };
+            assert_eq!(c.dialect, name);
+        }
     }
 }
