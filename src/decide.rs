@@ -41,9 +41,29 @@ pub struct Gathered {
     pub preamble_changed: bool,
 }
 
+/// What the prompt says, or `None` when the shim cannot act on it (not
+/// text, or several stream-json lines that are not a conversation).
+pub fn understand(prompt: &Prompt) -> Option<(Detection, Conversation)> {
+    if let Prompt::StreamJson { line, more, .. } = prompt {
+        if !more.is_empty() {
+            let lines: Vec<&[u8]> = std::iter::once(line)
+                .chain(more)
+                .map(Vec::as_slice)
+                .collect();
+            let messages = crate::prompt::user_line_messages(&lines)?;
+            let conv = dialect::json::parse_messages("stream-lines", &messages, None)?;
+            return Some((Detection::Recognised(conv.clone()), conv));
+        }
+    }
+    let text = prompt.text()?;
+    let detection = dialect::detect(&text, env::dialect().as_deref());
+    let conv = detection.conversation(&text);
+    Some((detection, conv))
+}
+
 /// `Ok(None)`: nothing to decide (no readable prompt); run unchanged.
 pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<Option<Decision>> {
-    let Some(text) = prompt.text() else {
+    let Some(understood) = understand(prompt) else {
         return Ok(None);
     };
     let mut store = Store::open_default()?;
@@ -52,7 +72,16 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
         .canonicalize()?
         .to_string_lossy()
         .into_owned();
-    let g = gather(&mut store, real, m, &text, &config_dir, &cwd, guard, true)?;
+    let g = gather(
+        &mut store,
+        real,
+        m,
+        understood,
+        &config_dir,
+        &cwd,
+        guard,
+        true,
+    )?;
     let lease = match &g.candidate {
         Ok(c) if c.leased => Some(c.session.clone()),
         _ => None,
@@ -102,14 +131,12 @@ pub fn gather(
     store: &mut Store,
     real: &Path,
     m: &Managed,
-    text: &str,
+    (detection, conv): (Detection, Conversation),
     config_dir: &Path,
     cwd: &str,
     guard: &str,
     lease: bool,
 ) -> Result<Gathered> {
-    let detection = dialect::detect(text, env::dialect().as_deref());
-    let conv = detection.conversation(text);
     let key = BinaryKey::of(real)?;
     let caps = match store.capabilities(&key)? {
         Some(c) => c,

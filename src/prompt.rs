@@ -18,11 +18,13 @@ pub enum Prompt {
     /// All of stdin (text input format).
     Stdin { bytes: Vec<u8> },
     /// stream-json input: `before` (control lines) was read ahead of the
-    /// user line, `after` is input already read past it; the rest of stdin
-    /// is forwarded live.
+    /// user line, `more` are user lines that arrived with it (a client
+    /// replaying one line per prior message), `after` is input already read
+    /// past them; the rest of stdin is forwarded live.
     StreamJson {
         before: Vec<u8>,
         line: Vec<u8>,
+        more: Vec<Vec<u8>>,
         after: Vec<u8>,
     },
     /// Nothing the shim can read: stdin is a terminal (`inherit`), or
@@ -37,7 +39,8 @@ impl Prompt {
         match self {
             Prompt::Positional { text, .. } => Some(text.clone()),
             Prompt::Stdin { bytes } => String::from_utf8(bytes.clone()).ok(),
-            Prompt::StreamJson { line, .. } => stream_text(line),
+            Prompt::StreamJson { line, more, .. } if more.is_empty() => stream_text(line),
+            Prompt::StreamJson { .. } => None,
             Prompt::None { .. } => None,
         }
     }
@@ -47,7 +50,9 @@ impl Prompt {
         match self {
             Prompt::Positional { text, .. } => text.len(),
             Prompt::Stdin { bytes } => bytes.len(),
-            Prompt::StreamJson { line, .. } => line.len(),
+            Prompt::StreamJson { line, more, .. } => {
+                line.len() + more.iter().map(Vec::len).sum::<usize>()
+            }
             Prompt::None { bytes, .. } => bytes.len(),
         }
     }
@@ -137,11 +142,13 @@ pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
         while let Some(nl) = buf[scanned..].iter().position(|&b| b == b'\n') {
             let end = scanned + nl + 1;
             if is_user_line(&buf[scanned..end]) {
-                let after = buf.split_off(end);
+                let mut after = buf.split_off(end);
                 let line = buf.split_off(scanned);
+                let more = take_ready_user_lines(input, &mut after)?;
                 return Ok(Prompt::StreamJson {
                     before: buf,
                     line,
+                    more,
                     after,
                 });
             }
@@ -162,6 +169,7 @@ pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
                     return Ok(Prompt::StreamJson {
                         before: buf,
                         line,
+                        more: Vec::new(),
                         after: Vec::new(),
                     });
                 }
@@ -173,6 +181,58 @@ pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
             Some(c) => buf.extend_from_slice(&c),
         }
     }
+}
+
+/// How long to wait for the rest of a user line that is already arriving.
+const LINE_PATIENCE: Duration = Duration::from_millis(200);
+
+/// User lines that arrived together with the first one: input already
+/// buffered or immediately readable, never waiting for new writes (a client
+/// that keeps stdin open for later messages must not be delayed). Leaves
+/// everything from the first non-user line on in `rest`.
+fn take_ready_user_lines(
+    input: &mut impl Chunks,
+    rest: &mut Vec<u8>,
+) -> std::io::Result<Vec<Vec<u8>>> {
+    let mut lines = Vec::new();
+    loop {
+        match rest.iter().position(|&b| b == b'\n') {
+            Some(nl) if is_user_line(&rest[..=nl]) => {
+                let tail = rest.split_off(nl + 1);
+                lines.push(std::mem::replace(rest, tail));
+                continue;
+            }
+            Some(_) => return Ok(lines),
+            None => {}
+        }
+        // Partial line: wait briefly for its end; nothing pending: only take
+        // what is readable right now.
+        let patience = if rest.is_empty() {
+            Duration::ZERO
+        } else {
+            LINE_PATIENCE
+        };
+        match input.chunk(Some(patience))? {
+            Some(c) if !c.is_empty() => rest.extend_from_slice(&c),
+            // EOF: a last user line without a newline still counts.
+            Some(_) if !rest.is_empty() && is_user_line(rest) => {
+                lines.push(std::mem::take(rest));
+                return Ok(lines);
+            }
+            _ => return Ok(lines),
+        }
+    }
+}
+
+/// Messages of the user lines, for the stream-lines dialect.
+pub fn user_line_messages(lines: &[&[u8]]) -> Option<Vec<Value>> {
+    lines
+        .iter()
+        .map(|l| {
+            let v: Value = serde_json::from_slice(l).ok()?;
+            v.get("message").cloned()
+        })
+        .collect()
 }
 
 fn is_user_line(line: &[u8]) -> bool {
@@ -258,6 +318,7 @@ mod tests {
                 Some(CONTROL),
                 Some(&USER[..10]),
                 Some(&USER[10..]),
+                None,
                 Some(b"{\"more\""),
             ]
             .into(),
@@ -266,6 +327,7 @@ mod tests {
         let Prompt::StreamJson {
             before,
             line,
+            more,
             after,
         } = &p
         else {
@@ -274,7 +336,7 @@ mod tests {
         assert_eq!((&before[..], &line[..]), (CONTROL, USER));
         assert_eq!(p.text().as_deref(), Some("hi"));
         assert!(
-            after.is_empty(),
+            after.is_empty() && more.is_empty(),
             "nothing read past the user line: {after:?}"
         );
         // Input that arrived in the same chunk as the user line is kept.
@@ -284,6 +346,29 @@ mod tests {
             panic!("{p:?}")
         };
         assert_eq!(after, b"{\"x\":1}\n");
+    }
+
+    #[test]
+    fn stream_json_takes_user_lines_that_came_together() {
+        const A: &[u8] =
+            b"{\"type\":\"user\",\"message\":{\"role\":\"assistant\",\"content\":\"yo\"}}\n";
+        const U2: &[u8] =
+            b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"again\"}}";
+        let all = [USER, A, &U2[..20]].concat().leak();
+        let mut s = Script(vec![Some(&*all), Some(&U2[20..]), None, Some(b"late\n")].into());
+        let p = read_stream_json(&mut s).unwrap();
+        let Prompt::StreamJson {
+            line, more, after, ..
+        } = &p
+        else {
+            panic!("{p:?}")
+        };
+        assert_eq!(line, USER);
+        assert_eq!(more, &[A.to_vec(), U2.to_vec()]);
+        assert!(after.is_empty());
+        assert_eq!(p.text(), None, "several lines are not one text");
+        let msgs = user_line_messages(&[line, &more[0], &more[1]]).unwrap();
+        assert_eq!(msgs[1]["role"], "assistant");
     }
 
     #[test]

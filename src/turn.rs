@@ -134,12 +134,18 @@ fn attempt(
         Prompt::StreamJson {
             before,
             line,
+            more,
             after,
         } => {
-            let Some(line) = prompt::replace_stream_text(line, &delta) else {
-                // Cannot rewrite: run as the caller asked (nothing is pinned
-                // since the session seen will not be the planned one).
-                return (args.to_vec(), original.clone(), prompt.len());
+            // One line per message: the session holds all but the last.
+            let line = match more.last() {
+                Some(last) => last.clone(),
+                None => match prompt::replace_stream_text(line, &delta) {
+                    Some(l) => l,
+                    // Cannot rewrite: run as the caller asked (nothing is
+                    // pinned since the session seen will not be the planned one).
+                    None => return (args.to_vec(), original.clone(), prompt.len()),
+                },
             };
             let first = [&before[..], &line[..]].concat();
             let stdin = StdinPlan::Stream {
@@ -160,9 +166,10 @@ fn original_stdin(prompt: &Prompt, input: InputFormat) -> StdinPlan {
         Prompt::StreamJson {
             before,
             line,
+            more,
             after,
         } => StdinPlan::Stream {
-            first: [&before[..], &line[..]].concat(),
+            first: [&before[..], &line[..], &more.concat()].concat(),
             pending: after.clone(),
         },
         Prompt::None { bytes, .. } if input == InputFormat::StreamJson => StdinPlan::Stream {

@@ -69,6 +69,31 @@ impl Dialect for Json {
             ),
             _ => return None,
         };
+        let mut c = parse_messages(self.name(), messages, system.clone())?;
+        let last = messages.last()?;
+        let one = |with_system: bool| -> Option<String> {
+            let v = match (&root, with_system) {
+                (Value::Array(_), _) => json!([last]),
+                (_, true) => json!({ "systemPrompt": system, "messages": [last] }),
+                (_, false) => json!({ "messages": [last] }),
+            };
+            serde_json::to_string(&v).ok()
+        };
+        c.delta = one(false)?;
+        c.delta_with_preamble = one(true)?;
+        Some(c)
+    }
+}
+
+/// `[{role, content}]` messages, alternating from the user and ending with
+/// the user, as a conversation (also used for one stream-json line per
+/// message, whose delta is the last line itself).
+pub fn parse_messages(
+    dialect: &'static str,
+    messages: &[Value],
+    system: Option<String>,
+) -> Option<Conversation> {
+    {
         let (last, earlier) = messages.split_last()?;
         let mut prior = Vec::new();
         for m in earlier {
@@ -90,21 +115,8 @@ impl Dialect for Json {
             return None;
         }
         let current = user_text(last.get("content")?)?;
-        let mut c = Conversation::new(self.name(), system.clone(), prior, current);
-        if !c.alternates() {
-            return None;
-        }
-        let one = |with_system: bool| -> Option<String> {
-            let v = match (&root, with_system) {
-                (Value::Array(_), _) => json!([last]),
-                (_, true) => json!({ "systemPrompt": system, "messages": [last] }),
-                (_, false) => json!({ "messages": [last] }),
-            };
-            serde_json::to_string(&v).ok()
-        };
-        c.delta = one(false)?;
-        c.delta_with_preamble = one(true)?;
-        Some(c)
+        let c = Conversation::new(dialect, system, prior, current);
+        c.alternates().then_some(c)
     }
 }
 

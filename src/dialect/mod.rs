@@ -4,7 +4,7 @@
 //! (run fresh with the whole prompt — never an error).
 
 mod generic;
-mod json;
+pub mod json;
 mod labels;
 mod markdown;
 mod xml;

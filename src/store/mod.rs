@@ -5,6 +5,7 @@
 pub mod caps;
 mod migrations;
 pub mod pins;
+pub mod report;
 pub mod runs;
 
 use anyhow::{bail, Context, Result};

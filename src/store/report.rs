@@ -1,0 +1,398 @@
+//! Queries behind the management commands (`stats`, `pins`, `forget`, `gc`,
+//! `doctor`). Read-mostly; the deletions each run in one transaction.
+
+use super::Store;
+use anyhow::{Context, Result};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::path::Path;
+
+/// One managed turn from the runs log, with its local calendar day.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunRow {
+    /// `YYYY-MM-DD` in local time (SQLite's `localtime`).
+    pub day: String,
+    pub kind: String,
+    pub bytes_in: i64,
+    pub bytes_sent: i64,
+    /// Usage of the result event; None when the turn printed none.
+    pub tokens: Option<Tokens>,
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub input: i64,
+    pub cache_write: i64,
+    pub cache_read: i64,
+    pub output: i64,
+}
+
+/// The newest pin of one conversation (session).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinRow {
+    pub session: String,
+    pub cwd: String,
+    pub turns: i64,
+    pub created_at: i64,
+    pub reply_preview: String,
+    /// Pins of this session in all (one per node it reached).
+    pub pins: i64,
+}
+
+/// What a deletion removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Removed {
+    pub pins: usize,
+    pub sessions: usize,
+    pub runs: usize,
+}
+
+/// The database as `doctor` sees it, read without migrating or creating.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    /// `ok`, or what `PRAGMA quick_check` found.
+    pub quick_check: String,
+    pub schema_version: i64,
+    /// The version this build migrates to.
+    pub schema_expected: i64,
+}
+
+/// Drop session rows no pin refers to (they only carried a head and lease).
+const ORPHAN_SESSIONS: &str =
+    "DELETE FROM sessions WHERE session NOT IN (SELECT session FROM pins)";
+
+impl Store {
+    /// Managed turns since `since` (epoch seconds), optionally in one cwd.
+    pub fn runs_since(&self, since: i64, cwd: Option<&str>) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT date(at, 'unixepoch', 'localtime'), kind, bytes_in, bytes_sent,
+                    input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd
+             FROM runs WHERE at >= ?1 AND (?2 IS NULL OR cwd = ?2) ORDER BY at, id",
+        )?;
+        let rows = stmt.query_map(params![since, cwd], |r| {
+            let usage: [Option<i64>; 4] = [r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?];
+            let tokens = match usage {
+                [None, None, None, None] => None,
+                [i, w, c, o] => Some(Tokens {
+                    input: i.unwrap_or(0),
+                    cache_write: w.unwrap_or(0),
+                    cache_read: c.unwrap_or(0),
+                    output: o.unwrap_or(0),
+                }),
+            };
+            Ok(RunRow {
+                day: r.get(0)?,
+                kind: r.get(1)?,
+                bytes_in: r.get(2)?,
+                bytes_sent: r.get(3)?,
+                tokens,
+                cost_usd: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// One row per conversation: the newest pin of each session, newest first.
+    pub fn latest_pins(&self, cwd: Option<&str>) -> Result<Vec<PinRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT p.session, p.cwd, p.turns, p.created_at, COALESCE(p.reply_preview, ''), m.n
+             FROM pins p
+             JOIN (SELECT session, MAX(id) AS id, COUNT(*) AS n FROM pins GROUP BY session) m
+               ON p.id = m.id
+             WHERE ?1 IS NULL OR p.cwd = ?1
+             ORDER BY p.id DESC",
+        )?;
+        let rows = stmt.query_map(params![cwd], |r| {
+            Ok(PinRow {
+                session: r.get(0)?,
+                cwd: r.get(1)?,
+                turns: r.get(2)?,
+                created_at: r.get(3)?,
+                reply_preview: r.get(4)?,
+                pins: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Sessions that have at least one pin.
+    pub fn pinned_sessions(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT session FROM pins ORDER BY session")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Forget these sessions: their pins and session rows.
+    pub fn forget_sessions(&mut self, sessions: &[String]) -> Result<Removed> {
+        let tx = self.conn.transaction()?;
+        let mut removed = Removed::default();
+        for s in sessions {
+            removed.pins += tx.execute("DELETE FROM pins WHERE session = ?1", [s])?;
+            removed.sessions += tx.execute("DELETE FROM sessions WHERE session = ?1", [s])?;
+        }
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    /// Forget every conversation pinned in `cwd`.
+    pub fn forget_cwd(&mut self, cwd: &str) -> Result<Removed> {
+        let tx = self.conn.transaction()?;
+        let pins = tx.execute("DELETE FROM pins WHERE cwd = ?1", [cwd])?;
+        let sessions = tx.execute(ORPHAN_SESSIONS, [])?;
+        tx.commit()?;
+        Ok(Removed {
+            pins,
+            sessions,
+            runs: 0,
+        })
+    }
+
+    /// Forget all pins and sessions (the runs log stays for `stats`).
+    pub fn forget_all(&mut self) -> Result<Removed> {
+        let tx = self.conn.transaction()?;
+        let pins = tx.execute("DELETE FROM pins", [])?;
+        let sessions = tx.execute("DELETE FROM sessions", [])?;
+        tx.commit()?;
+        Ok(Removed {
+            pins,
+            sessions,
+            runs: 0,
+        })
+    }
+
+    /// What [`Store::prune`] would remove, without removing it.
+    pub fn count_prunable(
+        &self,
+        gone: &[String],
+        pins_before: i64,
+        runs_before: i64,
+    ) -> Result<Removed> {
+        let mut pins: usize = self.conn.query_row(
+            "SELECT COUNT(*) FROM pins WHERE created_at < ?1",
+            [pins_before],
+            |r| r.get(0),
+        )?;
+        for s in gone {
+            pins += self.conn.query_row(
+                "SELECT COUNT(*) FROM pins WHERE session = ?1 AND created_at >= ?2",
+                params![s, pins_before],
+                |r| r.get::<_, usize>(0),
+            )?;
+        }
+        let runs = self.conn.query_row(
+            "SELECT COUNT(*) FROM runs WHERE at < ?1",
+            [runs_before],
+            |r| r.get(0),
+        )?;
+        Ok(Removed {
+            pins,
+            sessions: 0,
+            runs,
+        })
+    }
+
+    /// Drop pins of sessions whose files are gone and pins created before
+    /// `pins_before`, then session rows left without pins, then runs before
+    /// `runs_before`. One transaction.
+    pub fn prune(
+        &mut self,
+        gone: &[String],
+        pins_before: i64,
+        runs_before: i64,
+    ) -> Result<Removed> {
+        let tx = self.conn.transaction()?;
+        let mut removed = Removed::default();
+        for s in gone {
+            removed.pins += tx.execute("DELETE FROM pins WHERE session = ?1", [s])?;
+        }
+        removed.pins += tx.execute("DELETE FROM pins WHERE created_at < ?1", [pins_before])?;
+        removed.sessions = tx.execute(ORPHAN_SESSIONS, [])?;
+        removed.runs = tx.execute("DELETE FROM runs WHERE at < ?1", [runs_before])?;
+        tx.commit()?;
+        Ok(removed)
+    }
+
+    /// Give freed pages back to the file system.
+    pub fn vacuum(&self) -> Result<()> {
+        self.conn.execute_batch("VACUUM")?;
+        // WAL mode: fold the log back so the size on disk shrinks now.
+        self.conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .optional()?;
+        Ok(())
+    }
+}
+
+/// Open an existing database read-only (never creating or migrating it) and
+/// check it. An unreadable file is an error; a damaged one reports here.
+pub fn health(path: &Path) -> Result<Health> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("opening {}", path.display()))?;
+    let mut stmt = conn.prepare("PRAGMA quick_check")?;
+    let problems: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let schema_version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    Ok(Health {
+        quick_check: problems.join("; "),
+        schema_version,
+        schema_expected: super::migrations::COUNT as i64,
+    })
+}
+
+/// Size on disk: the database plus its write-ahead log.
+pub fn size_on_disk(path: &Path) -> u64 {
+    let wal = path.with_extension("db-wal");
+    [path, wal.as_path()]
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::pins::NewPin;
+
+    fn pin(s: &mut Store, session: &str, cwd: &str, turns: usize, preview: &str) {
+        s.add_pin(&NewPin {
+            scope: "sc",
+            chain: &format!("{session}{turns}"),
+            session,
+            assistant_uuid: Some("a"),
+            reply_hashes: &[],
+            preamble_hash: None,
+            turns,
+            cwd,
+            reply_preview: preview,
+        })
+        .unwrap();
+    }
+
+    fn count(s: &Store, table: &str) -> i64 {
+        s.conn
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn latest_pin_per_session_newest_first() {
+        let mut s = Store::in_memory().unwrap();
+        pin(&mut s, "S", "/a", 1, "one");
+        pin(&mut s, "T", "/b", 1, "other");
+        pin(&mut s, "S", "/a", 2, "two");
+        let rows = s.latest_pins(None).unwrap();
+        let got: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.session.as_str(),
+                    r.turns,
+                    r.reply_preview.as_str(),
+                    r.pins,
+                )
+            })
+            .collect();
+        assert_eq!(got, [("S", 2, "two", 2), ("T", 1, "other", 1)]);
+        let only_b = s.latest_pins(Some("/b")).unwrap();
+        assert_eq!(only_b.len(), 1);
+        assert_eq!(only_b[0].session, "T");
+    }
+
+    #[test]
+    fn forget_by_session_cwd_and_all() {
+        let mut s = Store::in_memory().unwrap();
+        pin(&mut s, "S", "/a", 1, "");
+        pin(&mut s, "S", "/a", 2, "");
+        pin(&mut s, "T", "/b", 1, "");
+        pin(&mut s, "U", "/b", 1, "");
+        let r = s.forget_sessions(&["S".into()]).unwrap();
+        assert_eq!((r.pins, r.sessions), (2, 1));
+        let r = s.forget_cwd("/b").unwrap();
+        assert_eq!((r.pins, r.sessions), (2, 2));
+        assert_eq!((count(&s, "pins"), count(&s, "sessions")), (0, 0));
+        pin(&mut s, "V", "/c", 1, "");
+        let r = s.forget_all().unwrap();
+        assert_eq!((r.pins, r.sessions), (1, 1));
+    }
+
+    #[test]
+    fn prune_drops_gone_old_orphans_and_old_runs() {
+        let mut s = Store::in_memory().unwrap();
+        pin(&mut s, "OLD", "/a", 1, "");
+        pin(&mut s, "GONE", "/a", 1, "");
+        pin(&mut s, "KEEP", "/a", 1, "");
+        s.conn
+            .execute("UPDATE pins SET created_at = 100 WHERE session = 'OLD'", [])
+            .unwrap();
+        for at in [50, 500] {
+            s.conn
+                .execute(
+                    "INSERT INTO runs (at, cwd, kind, bytes_in, bytes_sent) VALUES (?1, '/a', 'fresh', 1, 1)",
+                    [at],
+                )
+                .unwrap();
+        }
+        let gone = vec!["GONE".to_string()];
+        let would = s.count_prunable(&gone, 200, 200).unwrap();
+        assert_eq!((would.pins, would.runs), (2, 1));
+        assert_eq!(count(&s, "pins"), 3, "counting removes nothing");
+        let r = s.prune(&gone, 200, 200).unwrap();
+        assert_eq!(
+            r,
+            Removed {
+                pins: 2,
+                sessions: 2,
+                runs: 1
+            }
+        );
+        assert_eq!(s.pinned_sessions().unwrap(), ["KEEP"]);
+        assert_eq!(count(&s, "runs"), 1);
+        s.vacuum().unwrap();
+    }
+
+    #[test]
+    fn runs_since_filters_and_keeps_missing_usage_apart() {
+        let s = Store::in_memory().unwrap();
+        let insert = |at: i64, cwd: &str, input: Option<i64>| {
+            s.conn
+                .execute(
+                    "INSERT INTO runs (at, cwd, kind, bytes_in, bytes_sent, input_tokens, cost_usd)
+                     VALUES (?1, ?2, 'resumed', 10, 4, ?3, 0.5)",
+                    params![at, cwd, input],
+                )
+                .unwrap();
+        };
+        insert(10, "/a", Some(7));
+        insert(1000, "/a", None);
+        insert(1000, "/b", Some(1));
+        let rows = s.runs_since(100, Some("/a")).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].tokens, None);
+        assert_eq!(rows[0].bytes_in - rows[0].bytes_sent, 6);
+        assert_eq!(s.runs_since(0, None).unwrap().len(), 3);
+        assert_eq!(
+            s.runs_since(0, None).unwrap()[0].tokens.map(|t| t.input),
+            Some(7)
+        );
+    }
+
+    #[test]
+    fn health_reads_without_creating() {
+        let t = tempfile::tempdir().unwrap();
+        let missing = t.path().join("none.db");
+        assert!(health(&missing).is_err());
+        assert!(!missing.exists());
+        let store = Store::open_in(t.path()).unwrap();
+        let h = health(&store.path).unwrap();
+        assert_eq!(h.quick_check, "ok");
+        assert_eq!(h.schema_version, h.schema_expected);
+        assert!(size_on_disk(&store.path) > 0);
+    }
+}
