@@ -353,7 +353,7 @@ mod tests {
         const A: &[u8] =
             b"{\"type\":\"user\",\"message\":{\"role\":\"assistant\",\"content\":\"yo\"}}\n";
         const U2: &[u8] =
-            b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"again\"}}";
+            b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"again\"}}\n";
         let all = [USER, A, &U2[..20]].concat().leak();
         let mut s = Script(vec![Some(&*all), Some(&U2[20..]), None, Some(b"late\n")].into());
         let p = read_stream_json(&mut s).unwrap();
