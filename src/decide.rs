@@ -87,6 +87,7 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
         _ => None,
     };
     let plan = plan::plan(Facts {
+        caller_session: m.caller_resume.clone(),
         forced_fresh: env::fresh(),
         candidate: g.candidate,
         caps: caps(&g.caps),
@@ -207,7 +208,7 @@ fn alive(pid: i32) -> bool {
 impl Decision {
     /// The prompt text to send instead of the caller's, on resume.
     pub fn delta(&self) -> Option<String> {
-        matches!(self.plan, Plan::Resume { .. })
+        matches!(self.plan, Plan::Resume { .. } | Plan::Caller { .. })
             .then(|| crate::rewrite::delta(&self.conv, self.send_preamble))
     }
 
@@ -216,8 +217,10 @@ impl Decision {
             Plan::Fresh { .. } => Kind::Fresh,
             Plan::Resume {
                 how: How::InPlace, ..
-            } => Kind::Resumed,
+            }
+            | Plan::Caller { .. } => Kind::Resumed,
             Plan::Resume { .. } => Kind::Forked,
+            Plan::AsIs { .. } => Kind::Unchanged,
         }
     }
 
@@ -243,6 +246,9 @@ impl Decision {
     }
 
     fn try_record(&mut self, obs: &Observation) -> Result<()> {
+        if matches!(self.plan, Plan::AsIs { .. }) {
+            return Ok(());
+        }
         let session = self.plan.target_session().to_owned();
         let seen = obs
             .init_session

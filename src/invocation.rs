@@ -69,6 +69,9 @@ pub struct Managed {
     pub input: InputFormat,
     pub output: OutputFormat,
     pub args: ParsedArgs,
+    /// `--resume <uuid>` given by the caller (Agent SDK style): managed only
+    /// to strip history the session already holds; argv is kept.
+    pub caller_resume: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,8 +190,11 @@ fn classify_inner(args: &[OsString], bypass: bool) -> Result<Managed, PassReason
             .map(|u| u.name)
             .find(|name| names.contains(name))
     };
+    let caller_resume = caller_resume(&parsed);
     if let Some(flag) = first_of(CALLER_SESSION) {
-        return Err(PassReason::CallerSession(flag));
+        if caller_resume.is_none() {
+            return Err(PassReason::CallerSession(flag));
+        }
     }
     if let Some(flag) = first_of(UNSUPPORTED) {
         return Err(PassReason::Unsupported(flag));
@@ -210,7 +216,25 @@ fn classify_inner(args: &[OsString], bypass: bool) -> Result<Managed, PassReason
         input,
         output,
         args: parsed,
+        caller_resume,
     })
+}
+
+/// A single `--resume <uuid>` and no other session flag: the caller resumes
+/// a session by id, which the shim may de-duplicate (it never changes argv).
+fn caller_resume(parsed: &ParsedArgs) -> Option<String> {
+    let session_flags: Vec<_> = parsed
+        .flags
+        .iter()
+        .filter(|u| CALLER_SESSION.contains(&u.name))
+        .collect();
+    match session_flags[..] {
+        [only] if only.name == "resume" => match &only.values[..] {
+            [id] if uuid::Uuid::parse_str(id).is_ok() && id.len() == 36 => Some(id.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The real CLI rejects these too (commander `choices`), so don't touch them.
@@ -234,7 +258,13 @@ mod tests {
     fn render(class: &Class) -> String {
         match class {
             Class::PassThrough(reason) => format!("{reason:?}").replace('"', ""),
-            Class::Managed(m) => format!("{:?} {:?} {:?}", m.mode, m.input, m.output),
+            Class::Managed(m) => {
+                let mut s = format!("{:?} {:?} {:?}", m.mode, m.input, m.output);
+                if let Some(id) = &m.caller_resume {
+                    s.push_str(&format!(" resume={id}"));
+                }
+                s
+            }
         }
     }
 
@@ -345,6 +375,16 @@ mod tests {
                  --permission-prompt-tool stdio --setting-sources '' --resume=abc",
                 "CallerSession(resume)",
             ),
+            (
+                "--output-format stream-json --verbose --input-format stream-json \
+                 --resume=6e8e0435-8e12-4245-aa25-f674ed4e97a7",
+                "Sdk StreamJson StreamJson resume=6e8e0435-8e12-4245-aa25-f674ed4e97a7",
+            ),
+            (
+                "-p --resume 6e8e0435-8e12-4245-aa25-f674ed4e97a7 --fork-session",
+                "CallerSession(resume)",
+            ),
+            ("-p -c", "CallerSession(continue)"),
             (
                 "--output-format stream-json --verbose --input-format stream-json \
                  --max-thinking-tokens 0 --model claude-sonnet-4 \

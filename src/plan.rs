@@ -56,6 +56,8 @@ pub struct Candidate {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Facts {
     pub forced_fresh: bool,
+    /// The caller passed `--resume <this>` itself.
+    pub caller_session: Option<String>,
     pub candidate: Result<Candidate, Miss>,
     pub caps: Caps,
     /// A fresh UUID for a new session, should one be needed.
@@ -69,6 +71,8 @@ pub enum Why {
     NoResumeSupport,
     SessionFileGone,
     CannotBranch,
+    /// The caller resumes a session whose pinned history does not match.
+    CallerSessionUnknown,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +96,15 @@ pub enum Plan {
         session: String,
         how: How,
     },
+    /// The caller's own `--resume S` holds the history: argv stays, the
+    /// prompt shrinks to what S does not hold.
+    Caller {
+        session: String,
+    },
+    /// Run exactly as the caller asked; nothing is pinned.
+    AsIs {
+        why: Why,
+    },
 }
 
 impl Plan {
@@ -107,11 +120,24 @@ impl Plan {
                 session,
                 how: How::InPlace,
             } => session,
+            Plan::Caller { session } => session,
+            Plan::AsIs { .. } => "",
         }
     }
 }
 
 pub fn plan(f: Facts) -> Plan {
+    if let Some(session) = f.caller_session {
+        // Strip only what that very session is known to hold.
+        return match f.candidate {
+            Ok(c) if c.session == session && c.file_exists && !f.forced_fresh => {
+                Plan::Caller { session }
+            }
+            _ => Plan::AsIs {
+                why: Why::CallerSessionUnknown,
+            },
+        };
+    }
     let fresh = |why| Plan::Fresh {
         session: f.new_id.clone(),
         why,
@@ -275,6 +301,7 @@ mod tests {
         ];
         for (i, (forced, candidate, caps, want)) in rows.into_iter().enumerate() {
             let got = plan(Facts {
+                caller_session: None,
                 forced_fresh: forced,
                 candidate,
                 caps,
@@ -282,6 +309,28 @@ mod tests {
             });
             assert_eq!(got, want, "row {i}");
         }
+    }
+
+    #[test]
+    fn caller_resume_is_kept_or_left_alone() {
+        let facts = |caller: &str, c| Facts {
+            forced_fresh: false,
+            caller_session: Some(caller.into()),
+            candidate: c,
+            caps: ALL,
+            new_id: "N".into(),
+        };
+        let asis = Plan::AsIs {
+            why: Why::CallerSessionUnknown,
+        };
+        let pinned = cand(true, false, false, Some("A"));
+        assert_eq!(
+            plan(facts(S, pinned.clone())),
+            Plan::Caller { session: S.into() }
+        );
+        assert_eq!(plan(facts("other", pinned)), asis);
+        assert_eq!(plan(facts(S, cand(false, true, true, None))), asis);
+        assert_eq!(plan(facts(S, Err(Miss::ReplyDiffers))), asis);
     }
 
     #[test]

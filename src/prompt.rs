@@ -88,10 +88,11 @@ pub fn read(args: &ParsedArgs, input: InputFormat) -> std::io::Result<Prompt> {
     Ok(Prompt::Stdin { bytes })
 }
 
-/// How long to wait for the user message once control lines came first:
-/// an Agent SDK may wait for the CLI's answer to `initialize` before sending
-/// it, and the shim must not deadlock it — it then runs the turn unchanged.
-pub const CONTROL_PATIENCE: Duration = Duration::from_millis(1500);
+/// How long to wait for the user message once control lines came first.
+/// An Agent SDK that writes both at once is rewritten; one that waits for the
+/// CLI's answer to `initialize` first must not deadlock (nor wait long): the
+/// turn then runs unchanged, at most this much later.
+pub const CONTROL_PATIENCE: Duration = Duration::from_millis(50);
 
 /// A source of input chunks that can wait with a time limit.
 pub trait Chunks {

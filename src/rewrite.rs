@@ -9,6 +9,7 @@ use std::ffi::OsString;
 /// Flags that select the session for `plan`, to put before the caller's argv.
 pub fn session_flags(plan: &Plan) -> Vec<OsString> {
     let v: Vec<&str> = match plan {
+        Plan::Caller { .. } | Plan::AsIs { .. } => vec![],
         Plan::Fresh { session, .. } => vec!["--session-id", session],
         Plan::Resume {
             session,

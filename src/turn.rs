@@ -49,6 +49,7 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
     let mut decision = match decide::decide(real, &managed, &prompt, guard) {
         Ok(Some(d)) => d,
         Ok(None) => {
+            debug!("prompt not understood; running unchanged");
             let f = spawn(args, original, false);
             log_unchanged(&prompt, &f);
             f.exit.reproduce()

@@ -1,0 +1,263 @@
+//! `install` / `uninstall`: the shim directory with a `claude` link to this
+//! binary. rustup's rule: a correct link is left alone, a stale link of ours
+//! is updated, anything else is never overwritten or removed. The real
+//! `claude` lives elsewhere and is never touched.
+
+use super::{quote, Run};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// Put the shim in front of `claude`: create the shim directory with a
+/// `claude` link to this binary, and print the line for your shell's rc.
+#[derive(Args)]
+pub struct Install {
+    /// Shim directory [default: $CLAUDE_SHIM_HOME/bin]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Remove the `claude` link that `install` made (nothing else).
+#[derive(Args)]
+pub struct Uninstall {
+    /// Shim directory [default: $CLAUDE_SHIM_HOME/bin]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// What sits at `<dir>/claude`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Existing {
+    Missing,
+    /// Our link, pointing at this very binary.
+    Current,
+    /// Our link from another build or location (its target names `claude-shim`).
+    Stale(PathBuf),
+    /// Something else: never ours to replace or remove.
+    Foreign(String),
+}
+
+/// The shim directory: `--dir`, else `<data dir>/bin`; made absolute so it
+/// can be baked into shell scripts.
+pub fn shim_dir(dir: Option<&Path>) -> Result<PathBuf> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => crate::env::data_dir()
+            .context("no data directory: set CLAUDE_SHIM_HOME or HOME")?
+            .join("bin"),
+    };
+    Ok(std::path::absolute(&dir)?)
+}
+
+/// This binary, resolved (the link must outlive the way we were started).
+pub fn this_exe() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot tell where this binary is")?;
+    Ok(exe.canonicalize().unwrap_or(exe))
+}
+
+pub fn classify(link: &Path, me: &Path) -> Existing {
+    let Ok(meta) = std::fs::symlink_metadata(link) else {
+        return Existing::Missing;
+    };
+    let same_file = |p: &Path| {
+        let (a, b) = (std::fs::metadata(p), std::fs::metadata(me));
+        matches!((a, b), (Ok(a), Ok(b)) if a.dev() == b.dev() && a.ino() == b.ino())
+    };
+    if !meta.file_type().is_symlink() {
+        return if same_file(link) {
+            Existing::Current
+        } else {
+            Existing::Foreign("a file".into())
+        };
+    }
+    let target = std::fs::read_link(link).unwrap_or_default();
+    if same_file(link) {
+        return Existing::Current;
+    }
+    let named_ours = target
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with("claude-shim"));
+    if named_ours {
+        Existing::Stale(target)
+    } else {
+        Existing::Foreign(format!("a link to {}", target.display()))
+    }
+}
+
+/// Make `link` point at `to`, replacing what is there in one rename.
+fn relink(link: &Path, to: &Path) -> Result<()> {
+    let tmp = link.with_file_name(format!(".claude.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(to, &tmp)
+        .with_context(|| format!("creating a link in {}", tmp.display()))?;
+    std::fs::rename(&tmp, link).with_context(|| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("replacing {}", link.display())
+    })
+}
+
+fn refuse(link: &Path, what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} is {what}, not claude-shim's; left it alone. \
+         Move it away yourself, or pick another directory with --dir",
+        link.display()
+    )
+}
+
+impl Run for Install {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        let dir = shim_dir(self.dir.as_deref())?;
+        let me = this_exe()?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+        let link = dir.join("claude");
+        match classify(&link, &me) {
+            Existing::Current => writeln!(out, "{} already links to {}", link.display(), me.display())?,
+            Existing::Missing => {
+                // Not a rename: something that appeared meanwhile is not ours.
+                std::os::unix::fs::symlink(&me, &link)
+                    .with_context(|| format!("creating {}", link.display()))?;
+                writeln!(out, "linked {} -> {}", link.display(), me.display())?;
+            }
+            Existing::Stale(old) => {
+                relink(&link, &me)?;
+                writeln!(out, "updated {} -> {} (was -> {})", link.display(), me.display(), old.display())?;
+            }
+            Existing::Foreign(what) => return Err(refuse(&link, &what)),
+        }
+        let custom = self.dir.is_some().then_some(dir.as_path());
+        let shell = RcShell::from_env();
+        writeln!(out, "\nAdd this line to {}, then open a new shell:", shell.rc())?;
+        writeln!(out, "  {}", shell.line(&invocation_name(&me), custom))?;
+        Ok(())
+    }
+}
+
+impl Run for Uninstall {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        let dir = shim_dir(self.dir.as_deref())?;
+        let link = dir.join("claude");
+        match classify(&link, &this_exe()?) {
+            Existing::Missing => writeln!(out, "nothing to remove: {} does not exist", link.display())?,
+            Existing::Foreign(what) => return Err(refuse(&link, &what)),
+            Existing::Current | Existing::Stale(_) => {
+                std::fs::remove_file(&link).with_context(|| format!("removing {}", link.display()))?;
+                writeln!(out, "removed {}", link.display())?;
+                // Only our own default directory goes, and only when empty.
+                if self.dir.is_none() && std::fs::remove_dir(&dir).is_ok() {
+                    writeln!(out, "removed {}", dir.display())?;
+                }
+            }
+        }
+        let shell = RcShell::from_env();
+        writeln!(out, "Remove the claude-shim line from {} if you added one.", shell.rc())?;
+        Ok(())
+    }
+}
+
+/// How to name this binary in the rc line: plain `claude-shim` when that is
+/// what PATH finds, else its absolute path.
+fn invocation_name(me: &Path) -> String {
+    let on_path = which::which("claude-shim")
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .is_some_and(|p| p == me);
+    if on_path {
+        "claude-shim".into()
+    } else {
+        me.display().to_string()
+    }
+}
+
+/// The user's login shell, for the rc hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RcShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl RcShell {
+    pub fn from_env() -> RcShell {
+        let shell = std::env::var_os("SHELL").unwrap_or_default();
+        match Path::new(&shell).file_name().and_then(|n| n.to_str()) {
+            Some("zsh") => RcShell::Zsh,
+            Some("fish") => RcShell::Fish,
+            _ => RcShell::Bash,
+        }
+    }
+
+    pub fn rc(self) -> &'static str {
+        match self {
+            RcShell::Bash => "~/.bashrc",
+            RcShell::Zsh => "~/.zshrc",
+            RcShell::Fish => "~/.config/fish/config.fish",
+        }
+    }
+
+    /// The rc line that sources `init` (PATH mode).
+    pub fn line(self, exe: &str, dir: Option<&Path>) -> String {
+        let (name, q): (&str, fn(&str) -> String) = match self {
+            RcShell::Bash => ("bash", quote::posix),
+            RcShell::Zsh => ("zsh", quote::posix),
+            RcShell::Fish => ("fish", quote::fish),
+        };
+        let mut cmd = format!("{} init {name}", q(exe));
+        if let Some(dir) = dir {
+            cmd.push_str(&format!(" --dir {}", q(&dir.to_string_lossy())));
+        }
+        match self {
+            RcShell::Fish => format!("{cmd} | source"),
+            _ => format!("eval \"$({cmd})\""),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn classifies_what_is_there() {
+        let t = tempfile::tempdir().unwrap();
+        let me = t.path().join("claude-shim");
+        std::fs::write(&me, "me").unwrap();
+        let other = t.path().join("claude-real");
+        std::fs::write(&other, "real").unwrap();
+        let at = |name: &str| t.path().join(name);
+
+        assert_eq!(classify(&at("none"), &me), Existing::Missing);
+        symlink(&me, at("ok")).unwrap();
+        assert_eq!(classify(&at("ok"), &me), Existing::Current);
+        std::fs::hard_link(&me, at("hard")).unwrap();
+        assert_eq!(classify(&at("hard"), &me), Existing::Current);
+        let old = t.path().join("old/claude-shim");
+        symlink(&old, at("stale")).unwrap();
+        assert_eq!(classify(&at("stale"), &me), Existing::Stale(old));
+        symlink(&other, at("theirs")).unwrap();
+        assert!(matches!(classify(&at("theirs"), &me), Existing::Foreign(w) if w.contains("claude-real")));
+        assert!(matches!(classify(&other, &me), Existing::Foreign(w) if w == "a file"));
+        symlink(t.path().join("gone"), at("dangling")).unwrap();
+        assert!(matches!(classify(&at("dangling"), &me), Existing::Foreign(_)));
+    }
+
+    #[test]
+    fn rc_lines_quote_for_their_shell() {
+        let dir = Path::new("/a b/it's");
+        assert_eq!(RcShell::Bash.line("claude-shim", None), r#"eval "$(claude-shim init bash)""#);
+        assert_eq!(
+            RcShell::Zsh.line("/x/claude-shim", Some(dir)),
+            r#"eval "$(/x/claude-shim init zsh --dir '/a b/it'\''s')""#
+        );
+        assert_eq!(
+            RcShell::Fish.line("claude-shim", Some(dir)),
+            r"'claude-shim' init fish --dir '/a b/it\'s' | source"
+        );
+    }
+}

@@ -1,0 +1,59 @@
+//! Colour for people at a terminal, plain text for everyone else: ANSI only
+//! when stdout is a terminal and `NO_COLOR` is unset (https://no-color.org).
+
+use std::io::IsTerminal;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    pub color: bool,
+}
+
+impl Style {
+    pub const PLAIN: Style = Style { color: false };
+
+    pub fn for_stdout() -> Style {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Style {
+            color: !no_color && std::io::stdout().is_terminal(),
+        }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+
+    pub fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    pub fn green(self, text: &str) -> String {
+        self.paint("32", text)
+    }
+
+    pub fn yellow(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+
+    pub fn red(self, text: &str) -> String {
+        self.paint("31", text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_adds_nothing() {
+        assert_eq!(Style::PLAIN.red("x"), "x");
+        assert_eq!(Style { color: true }.red("x"), "\x1b[31mx\x1b[0m");
+    }
+}
