@@ -117,7 +117,7 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
     Ok(Some(d))
 }
 
-fn caps(c: &Capabilities) -> Caps {
+pub fn caps(c: &Capabilities) -> Caps {
     Caps {
         resume: c.resume,
         fork_session: c.fork_session,

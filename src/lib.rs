@@ -6,6 +6,7 @@ pub mod cli;
 pub mod decide;
 pub mod dialect;
 pub mod env;
+pub mod explain;
 pub mod guard;
 pub mod identity;
 pub mod invocation;

@@ -135,6 +135,15 @@ impl Chunks for RawStdin {
     }
 }
 
+/// Input already in memory (for `explain`): all of it at once, then EOF.
+pub struct SliceChunks<'a>(pub &'a [u8]);
+
+impl Chunks for SliceChunks<'_> {
+    fn chunk(&mut self, _patience: Option<Duration>) -> std::io::Result<Option<Vec<u8>>> {
+        Ok(Some(std::mem::take(&mut self.0).to_vec()))
+    }
+}
+
 /// Read stream-json lines until the first user message.
 pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
     let mut buf: Vec<u8> = Vec::new();

@@ -31,6 +31,18 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<OsString>,
     },
+    /// Dry-run one turn: dialect, turns, identity, pin match (or why not),
+    /// and exactly what would be sent. Reads the caller's stdin from FILE or -.
+    Explain {
+        /// The prompt input the caller would pipe to claude (default: stdin).
+        file: Option<std::path::PathBuf>,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+        /// The claude arguments of the call (default: -p).
+        #[arg(last = true)]
+        args: Vec<OsString>,
+    },
 }
 
 pub fn main(args: Vec<OsString>) -> ! {
@@ -39,6 +51,15 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Run { args } => {
             let me = std::env::current_exe().unwrap_or_else(|_| "claude-shim".into());
             crate::shim::main(Path::new(&me), args)
+        }
+        Command::Explain { file, json, args } => {
+            match crate::explain::run(file.as_deref(), args, json) {
+                Ok(code) => std::process::exit(code),
+                Err(e) => {
+                    eprintln!("claude-shim explain: {e:#}");
+                    std::process::exit(1)
+                }
+            }
         }
     }
 }
