@@ -83,7 +83,11 @@ impl Dialect for Generic {
             .clone();
         let turns: Vec<&(usize, Marker)> =
             markers.iter().filter(|(_, m)| m.shell == shell).collect();
-        if !turns.iter().any(|(_, m)| m.role == Role::Assistant) {
+        // Without an assistant marker only a prompt that opens with its one
+        // user marker counts: a first turn, whose chain the next turn matches.
+        let opens_with_user = lines[..turns[0].0].iter().all(|l| l.trim().is_empty());
+        let has_assistant = turns.iter().any(|(_, m)| m.role == Role::Assistant);
+        if !has_assistant && !(opens_with_user && turns.len() == 1) {
             return None;
         }
         let mut parsed: Vec<Turn> = Vec::new();
@@ -148,6 +152,12 @@ mod tests {
         ] {
             assert_eq!(GENERIC.parse(bad), None, "{bad:?}");
         }
+        let first = GENERIC.parse("[User]\nfirst question").unwrap();
+        assert_eq!(
+            (first.has_history(), first.current.as_str()),
+            (false, "first question")
+        );
+        assert_eq!(GENERIC.parse("Intro\n[User]\nfirst question"), None);
         let c = GENERIC
             .parse("Intro\n[User]\nu1\n[Assistant]\na1\n[User]\nu2\n[Assistant]")
             .unwrap();
