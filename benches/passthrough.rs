@@ -1,0 +1,223 @@
+//! What the shim costs a caller, measured against the same fake CLI run
+//! directly. Runs are interleaved (shim, direct, shim, direct, …) so drift in
+//! machine load hits both sides alike. Prints figures; asserts nothing.
+//!
+//! `cargo bench --bench passthrough` (N runs per side: `BENCH_N`, default 200).
+
+use std::io::Read;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SHIM: &str = env!("CARGO_BIN_EXE_claude-shim");
+
+/// A real claude stand-in that answers the shim's capability probe the way
+/// the CLI does (so the probe runs once and is cached) and otherwise exits.
+const PROBED_FAKE: &str = r#"#!/bin/sh
+case "$1" in
+--version) echo "2.1.330 (Claude Code)" ;;
+--help) echo "--resume --fork-session --session-id" ;;
+esac
+exit 0
+"#;
+
+/// Prints one byte at once, then takes 100 ms to finish.
+const FIRST_BYTE_FAKE: &str = r#"#!/bin/sh
+case "$1" in
+--version) echo "2.1.330 (Claude Code)"; exit 0 ;;
+--help) echo "--resume --fork-session --session-id"; exit 0 ;;
+esac
+printf x
+exec sleep 0.1
+"#;
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    claude: PathBuf,
+    home: PathBuf,
+    shim_home: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_path_buf();
+        let (bin, home, shim_home) = (root.join("bin"), root.join("home"), root.join("shim-home"));
+        for d in [&bin, &home, &shim_home] {
+            std::fs::create_dir(d).expect("mkdir");
+        }
+        let claude = bin.join("claude");
+        symlink(SHIM, &claude).expect("link");
+        Setup {
+            _dir: dir,
+            claude,
+            home,
+            shim_home,
+        }
+    }
+
+    fn script(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.home.join(name);
+        std::fs::write(&path, text).expect("write fake");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    fn command(&self, program: &Path, real: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env_remove("CLAUDE_SHIM_BYPASS")
+            .env_remove("CLAUDE_SHIM_GUARD")
+            .env_remove("CLAUDE_SHIM_LOG")
+            .env_remove("CLAUDE_SHIM_FRESH")
+            .env("CLAUDE_SHIM_REAL", real)
+            .env("CLAUDE_SHIM_HOME", &self.shim_home)
+            .env("HOME", &self.home)
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .current_dir(&self.home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    }
+}
+
+/// Wall time of one complete run.
+fn wall(mut cmd: Command) -> Duration {
+    let start = Instant::now();
+    let status = cmd.status().expect("run");
+    let t = start.elapsed();
+    assert!(status.success(), "{cmd:?} failed: {status:?}");
+    t
+}
+
+/// Time from spawn to the first stdout byte (the run is then finished
+/// unmeasured).
+fn first_byte(mut cmd: Command) -> Duration {
+    cmd.stdout(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().expect("spawn");
+    let mut out = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    let n = out.read(&mut byte).expect("read");
+    let t = start.elapsed();
+    assert_eq!((n, byte[0]), (1, b'x'), "{cmd:?}");
+    let _ = std::io::copy(&mut out, &mut std::io::sink());
+    child.wait().expect("wait");
+    t
+}
+
+struct Stats {
+    median: f64,
+    p90: f64,
+}
+
+fn stats(samples: &[Duration]) -> Stats {
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let at = |q: f64| ms[((ms.len() as f64 - 1.0) * q).round() as usize];
+    Stats {
+        median: at(0.5),
+        p90: at(0.9),
+    }
+}
+
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Interleave `n` shim runs with `n` direct runs after a short warm-up.
+fn compare(
+    label: &str,
+    n: usize,
+    measure: fn(Command) -> Duration,
+    shim: impl Fn() -> Command,
+    direct: impl Fn() -> Command,
+) {
+    for _ in 0..5 {
+        measure(shim());
+        measure(direct());
+    }
+    let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        a.push(measure(shim()));
+        b.push(measure(direct()));
+    }
+    let (sa, sb) = (stats(&a), stats(&b));
+    let paired = median_of(
+        a.iter()
+            .zip(&b)
+            .map(|(x, y)| (x.as_secs_f64() - y.as_secs_f64()) * 1e3)
+            .collect(),
+    );
+    println!(
+        "{label:<48} {:>8.2} {:>8.2} {:>9.2} {:>8.2} {:>9.2} {:>9.2}",
+        sa.median,
+        sa.p90,
+        sb.median,
+        sb.p90,
+        sa.median - sb.median,
+        paired
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is not supported.
+    let n: usize = std::env::var("BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let s = Setup::new();
+    let true_bin = Path::new("/bin/true");
+    let probed = s.script("probed-fake", PROBED_FAKE);
+    let first = s.script("first-byte-fake", FIRST_BYTE_FAKE);
+
+    println!("claude-shim overhead: {SHIM}");
+    println!("N = {n} runs per side, interleaved; times in ms\n");
+    println!(
+        "{:<48} {:>8} {:>8} {:>9} {:>8} {:>9} {:>9}",
+        "case", "shim p50", "shim p90", "direct p50", "dir p90", "Δ p50", "Δ paired"
+    );
+    println!("{}", "-".repeat(48 + 9 * 6 + 4));
+
+    compare(
+        "pass-through `claude --version` (/bin/true)",
+        n,
+        wall,
+        || s.command(&s.claude, true_bin, &["--version"]),
+        || s.command(true_bin, true_bin, &["--version"]),
+    );
+    compare(
+        "managed `claude -p hi` (sh fake, probe cached)",
+        n,
+        wall,
+        || s.command(&s.claude, &probed, &["-p", "hi"]),
+        || s.command(&probed, &probed, &["-p", "hi"]),
+    );
+    compare(
+        "managed `claude -p hi` (/bin/true)",
+        n,
+        wall,
+        || s.command(&s.claude, true_bin, &["-p", "hi"]),
+        || s.command(true_bin, true_bin, &["-p", "hi"]),
+    );
+    compare(
+        "first stdout byte, managed `-p hi`",
+        n,
+        first_byte,
+        || s.command(&s.claude, &first, &["-p", "hi"]),
+        || s.command(&first, &first, &["-p", "hi"]),
+    );
+    compare(
+        "first stdout byte, pass-through `hi`",
+        n,
+        first_byte,
+        || s.command(&s.claude, &first, &["hi"]),
+        || s.command(&first, &first, &["hi"]),
+    );
+    println!(
+        "\nΔ p50 = shim median − direct median; Δ paired = median of (shim − direct) per pair."
+    );
+}
