@@ -6,7 +6,9 @@ const EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '�
 /// A bar for `value` out of `max`, at most `width` cells. Any non-zero value
 /// gets at least a sliver, so "some" never looks like "none".
 pub fn bar(value: f64, max: f64, width: usize) -> String {
-    if !(value > 0.0) || !(max > 0.0) || width == 0 {
+    // NaN compares false, so it draws nothing too.
+    let positive = |v: f64| v > 0.0;
+    if !positive(value) || !positive(max) || width == 0 {
         return String::new();
     }
     let eighths = ((value.min(max) / max) * (width * 8) as f64).round() as usize;

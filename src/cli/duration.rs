@@ -19,7 +19,11 @@ pub fn parse(s: &str) -> Result<Duration, String> {
         "h" => 3600,
         "d" => 86_400,
         "w" => 7 * 86_400,
-        _ => return Err(format!("unknown unit `{unit}` in `{s}`: use s, m, h, d or w")),
+        _ => {
+            return Err(format!(
+                "unknown unit `{unit}` in `{s}`: use s, m, h, d or w"
+            ))
+        }
     };
     n.checked_mul(secs)
         .map(Duration::from_secs)
@@ -31,6 +35,17 @@ pub fn short(secs: i64) -> String {
     let secs = secs.max(0);
     for (unit, size) in [("w", 7 * 86_400), ("d", 86_400), ("h", 3600), ("m", 60)] {
         if secs >= size {
+            return format!("{}{unit}", secs / size);
+        }
+    }
+    format!("{secs}s")
+}
+
+/// A span as typed: the largest of d, h, m, s that divides it exactly
+/// (`7d` stays `7d`, not `1w`).
+pub fn exact(secs: u64) -> String {
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] {
+        if secs > 0 && secs % size == 0 {
             return format!("{}{unit}", secs / size);
         }
     }
@@ -61,7 +76,17 @@ mod tests {
         for (s, secs) in ok {
             assert_eq!(parse(s), Ok(Duration::from_secs(secs)), "{s}");
         }
-        for bad in ["", "7", "d", "7x", "7 d", "-1d", "1.5d", "7days", "99999999999999999999w"] {
+        for bad in [
+            "",
+            "7",
+            "d",
+            "7x",
+            "7 d",
+            "-1d",
+            "1.5d",
+            "7days",
+            "99999999999999999999w",
+        ] {
             assert!(parse(bad).is_err(), "{bad:?} should be refused");
         }
     }
@@ -79,6 +104,20 @@ mod tests {
         ];
         for (secs, want) in table {
             assert_eq!(short(secs), want, "{secs}");
+        }
+    }
+
+    #[test]
+    fn exact_keeps_days() {
+        let table = [
+            (604_800, "7d"),
+            (90_000, "25h"),
+            (1800, "30m"),
+            (61, "61s"),
+            (0, "0s"),
+        ];
+        for (secs, want) in table {
+            assert_eq!(exact(secs), want, "{secs}");
         }
     }
 

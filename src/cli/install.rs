@@ -4,7 +4,7 @@
 //! `claude` lives elsewhere and is never touched.
 
 use super::{quote, Run};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
@@ -117,7 +117,9 @@ impl Run for Install {
             .with_context(|| format!("creating {}", dir.display()))?;
         let link = dir.join("claude");
         match classify(&link, &me) {
-            Existing::Current => writeln!(out, "{} already links to {}", link.display(), me.display())?,
+            Existing::Current => {
+                writeln!(out, "{} already links to {}", link.display(), me.display())?
+            }
             Existing::Missing => {
                 // Not a rename: something that appeared meanwhile is not ours.
                 std::os::unix::fs::symlink(&me, &link)
@@ -126,13 +128,23 @@ impl Run for Install {
             }
             Existing::Stale(old) => {
                 relink(&link, &me)?;
-                writeln!(out, "updated {} -> {} (was -> {})", link.display(), me.display(), old.display())?;
+                writeln!(
+                    out,
+                    "updated {} -> {} (was -> {})",
+                    link.display(),
+                    me.display(),
+                    old.display()
+                )?;
             }
             Existing::Foreign(what) => return Err(refuse(&link, &what)),
         }
         let custom = self.dir.is_some().then_some(dir.as_path());
         let shell = RcShell::from_env();
-        writeln!(out, "\nAdd this line to {}, then open a new shell:", shell.rc())?;
+        writeln!(
+            out,
+            "\nAdd this line to {}, then open a new shell:",
+            shell.rc()
+        )?;
         writeln!(out, "  {}", shell.line(&invocation_name(&me), custom))?;
         Ok(())
     }
@@ -143,10 +155,13 @@ impl Run for Uninstall {
         let dir = shim_dir(self.dir.as_deref())?;
         let link = dir.join("claude");
         match classify(&link, &this_exe()?) {
-            Existing::Missing => writeln!(out, "nothing to remove: {} does not exist", link.display())?,
+            Existing::Missing => {
+                writeln!(out, "nothing to remove: {} does not exist", link.display())?
+            }
             Existing::Foreign(what) => return Err(refuse(&link, &what)),
             Existing::Current | Existing::Stale(_) => {
-                std::fs::remove_file(&link).with_context(|| format!("removing {}", link.display()))?;
+                std::fs::remove_file(&link)
+                    .with_context(|| format!("removing {}", link.display()))?;
                 writeln!(out, "removed {}", link.display())?;
                 // Only our own default directory goes, and only when empty.
                 if self.dir.is_none() && std::fs::remove_dir(&dir).is_ok() {
@@ -155,7 +170,11 @@ impl Run for Uninstall {
             }
         }
         let shell = RcShell::from_env();
-        writeln!(out, "Remove the claude-shim line from {} if you added one.", shell.rc())?;
+        writeln!(
+            out,
+            "Remove the claude-shim line from {} if you added one.",
+            shell.rc()
+        )?;
         Ok(())
     }
 }
@@ -241,16 +260,24 @@ mod tests {
         symlink(&old, at("stale")).unwrap();
         assert_eq!(classify(&at("stale"), &me), Existing::Stale(old));
         symlink(&other, at("theirs")).unwrap();
-        assert!(matches!(classify(&at("theirs"), &me), Existing::Foreign(w) if w.contains("claude-real")));
+        assert!(
+            matches!(classify(&at("theirs"), &me), Existing::Foreign(w) if w.contains("claude-real"))
+        );
         assert!(matches!(classify(&other, &me), Existing::Foreign(w) if w == "a file"));
         symlink(t.path().join("gone"), at("dangling")).unwrap();
-        assert!(matches!(classify(&at("dangling"), &me), Existing::Foreign(_)));
+        assert!(matches!(
+            classify(&at("dangling"), &me),
+            Existing::Foreign(_)
+        ));
     }
 
     #[test]
     fn rc_lines_quote_for_their_shell() {
         let dir = Path::new("/a b/it's");
-        assert_eq!(RcShell::Bash.line("claude-shim", None), r#"eval "$(claude-shim init bash)""#);
+        assert_eq!(
+            RcShell::Bash.line("claude-shim", None),
+            r#"eval "$(claude-shim init bash)""#
+        );
         assert_eq!(
             RcShell::Zsh.line("/x/claude-shim", Some(dir)),
             r#"eval "$(/x/claude-shim init zsh --dir '/a b/it'\''s')""#

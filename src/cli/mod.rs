@@ -1,8 +1,32 @@
-//! The management face, `claude-shim <command>`.
+//! The management face, `claude-shim <command>`: clap types here, one module
+//! per subcommand behind [`Run`], helpers each in a module of their own.
 
+mod chart;
+mod completions;
+pub mod doctor;
+mod duration;
+mod forget;
+mod gc;
+mod human;
+pub mod init;
+pub mod install;
+mod pins;
+mod quote;
+mod stats;
+mod style;
+mod tally;
+
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// One subcommand. Output goes to `out` (stdout, or a buffer in tests);
+/// an error is printed as `claude-shim: <error>` and exits 1.
+pub trait Run {
+    fn run(&self, out: &mut dyn Write) -> Result<()>;
+}
 
 fn env_help() -> String {
     let mut s = String::from("Environment:\n");
@@ -19,7 +43,7 @@ fn env_help() -> String {
     about = "A drop-in `claude` that resumes the session a replayed conversation already lives in",
     after_help = env_help()
 )]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -43,17 +67,26 @@ enum Command {
         #[arg(last = true)]
         args: Vec<OsString>,
     },
+    Install(install::Install),
+    Uninstall(install::Uninstall),
+    Init(init::Init),
+    Doctor(doctor::Doctor),
+    Stats(stats::Stats),
+    Pins(pins::Pins),
+    Forget(forget::Forget),
+    Gc(gc::Gc),
+    Completions(completions::Completions),
 }
 
 pub fn main(args: Vec<OsString>) -> ! {
     let cli = Cli::parse_from(args);
-    match cli.command {
+    let command: &dyn Run = match &cli.command {
         Command::Run { args } => {
             let me = std::env::current_exe().unwrap_or_else(|_| "claude-shim".into());
-            crate::shim::main(Path::new(&me), args)
+            crate::shim::main(Path::new(&me), args.clone())
         }
         Command::Explain { file, json, args } => {
-            match crate::explain::run(file.as_deref(), args, json) {
+            match crate::explain::run(file.as_deref(), args.clone(), *json) {
                 Ok(code) => std::process::exit(code),
                 Err(e) => {
                     eprintln!("claude-shim explain: {e:#}");
@@ -61,5 +94,56 @@ pub fn main(args: Vec<OsString>) -> ! {
                 }
             }
         }
+        Command::Install(c) => c,
+        Command::Uninstall(c) => c,
+        Command::Init(c) => c,
+        Command::Doctor(c) => c,
+        Command::Stats(c) => c,
+        Command::Pins(c) => c,
+        Command::Forget(c) => c,
+        Command::Gc(c) => c,
+        Command::Completions(c) => c,
+    };
+    let mut out = std::io::stdout().lock();
+    let result = command
+        .run(&mut out)
+        .and_then(|()| out.flush().map_err(Into::into));
+    match result {
+        Ok(()) => std::process::exit(0),
+        // `claude-shim stats | head`: the reader has all it wanted.
+        Err(e) if is_broken_pipe(&e) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("claude-shim: {e:#}");
+            std::process::exit(1)
+        }
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(|j| j.io_error_kind())
+                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The store, if it exists: commands that only read never create it.
+fn existing_store() -> Result<Option<crate::store::Store>> {
+    let dir = crate::env::data_dir().context("no data directory: set CLAUDE_SHIM_HOME or HOME")?;
+    if !dir.join(crate::store::DB_FILE).exists() {
+        return Ok(None);
+    }
+    crate::store::Store::open_in(&dir).map(Some)
+}
+
+/// A `--cwd` as the runs and pins record it: canonical (the shim
+/// canonicalises the cwd of every turn), else absolute as given.
+fn canonical_dir(dir: &Path) -> String {
+    dir.canonicalize()
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| PathBuf::from(dir))
+        .to_string_lossy()
+        .into_owned()
 }

@@ -3,8 +3,7 @@
 /// POSIX sh / bash / zsh: single quotes, a quote inside as `'\''`.
 pub fn posix(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .bytes()
+        && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b))
     {
         return s.to_owned();

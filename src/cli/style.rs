@@ -9,6 +9,7 @@ pub struct Style {
 }
 
 impl Style {
+    #[cfg(test)]
     pub const PLAIN: Style = Style { color: false };
 
     pub fn for_stdout() -> Style {

@@ -17,9 +17,6 @@
 use crate::store::report::RunRow;
 use serde::Serialize;
 
-/// The kinds of managed turn the runs log records (`store::runs::Kind`).
-pub const KINDS: [&str; 5] = ["resumed", "forked", "fresh", "fallback", "unchanged"];
-
 const WRITE: f64 = 1.25;
 const READ: f64 = 0.1;
 const OUTPUT: f64 = 5.0;
@@ -135,7 +132,13 @@ mod tests {
     use super::*;
     use crate::store::report::Tokens;
 
-    fn row(day: &str, kind: &str, bytes: (i64, i64), tokens: Option<Tokens>, cost: Option<f64>) -> RunRow {
+    fn row(
+        day: &str,
+        kind: &str,
+        bytes: (i64, i64),
+        tokens: Option<Tokens>,
+        cost: Option<f64>,
+    ) -> RunRow {
         RunRow {
             day: day.into(),
             kind: kind.into(),
@@ -168,12 +171,31 @@ mod tests {
         let t = tally(&rows);
         let k = &t.total;
         assert_eq!(
-            (k.turns, k.resumed, k.forked, k.fresh, k.fallback, k.unchanged, k.other),
+            (
+                k.turns,
+                k.resumed,
+                k.forked,
+                k.fresh,
+                k.fallback,
+                k.unchanged,
+                k.other
+            ),
             (6, 1, 1, 1, 1, 1, 1)
         );
-        assert_eq!((k.bytes_in, k.bytes_sent, k.bytes_stripped), (595, 175, 420));
+        assert_eq!(
+            (k.bytes_in, k.bytes_sent, k.bytes_stripped),
+            (595, 175, 420)
+        );
         assert_eq!(k.turns_without_usage, 4);
-        assert_eq!((k.input_tokens, k.cache_write_tokens, k.cache_read_tokens, k.output_tokens), (1, 2, 3, 4));
+        assert_eq!(
+            (
+                k.input_tokens,
+                k.cache_write_tokens,
+                k.cache_read_tokens,
+                k.output_tokens
+            ),
+            (1, 2, 3, 4)
+        );
         assert_eq!(t.days.len(), 2);
         assert_eq!((t.days[0].day.as_str(), t.days[0].totals.turns), ("d1", 2));
         assert_eq!(t.days[1].totals.turns, 4);
@@ -183,20 +205,48 @@ mod tests {
     fn replay_moves_stripped_history_from_reads_to_writes() {
         // 4000 bytes stripped ≈ 1000 tokens of history, all read from cache.
         // Price: cost 1.0 over 100 + 1.25·0 + 0.1·5000 + 5·80 = 1000 → 0.001/token.
-        let t = tally(&[row("d", "resumed", (4100, 100), tokens(100, 0, 5000, 80), Some(1.0))]).total;
+        let t = tally(&[row(
+            "d",
+            "resumed",
+            (4100, 100),
+            tokens(100, 0, 5000, 80),
+            Some(1.0),
+        )])
+        .total;
         assert_eq!(t.replay_cache_write_tokens, 1000);
         assert_eq!(t.replay_cache_read_tokens, 4000);
-        assert!((t.replay_cost_usd - (1.0 + 0.001 * 1000.0 * 1.15)).abs() < 1e-9, "{}", t.replay_cost_usd);
+        assert!(
+            (t.replay_cost_usd - (1.0 + 0.001 * 1000.0 * 1.15)).abs() < 1e-9,
+            "{}",
+            t.replay_cost_usd
+        );
         assert!((t.saved_usd() - 1.15).abs() < 1e-9);
     }
 
     #[test]
     fn replay_never_moves_more_than_was_read() {
         // A cold cache: the resumed turn read 10 tokens; only those can move.
-        let t = tally(&[row("d", "resumed", (40_000, 0), tokens(0, 9000, 10, 0), Some(1.0))]).total;
-        assert_eq!((t.replay_cache_write_tokens, t.replay_cache_read_tokens), (9010, 0));
+        let t = tally(&[row(
+            "d",
+            "resumed",
+            (40_000, 0),
+            tokens(0, 9000, 10, 0),
+            Some(1.0),
+        )])
+        .total;
+        assert_eq!(
+            (t.replay_cache_write_tokens, t.replay_cache_read_tokens),
+            (9010, 0)
+        );
         // Nothing stripped, nothing saved.
-        let t = tally(&[row("d", "fresh", (500, 500), tokens(10, 10, 10, 10), Some(2.0))]).total;
+        let t = tally(&[row(
+            "d",
+            "fresh",
+            (500, 500),
+            tokens(10, 10, 10, 10),
+            Some(2.0),
+        )])
+        .total;
         assert_eq!(t.replay_cost_usd, 2.0);
         assert_eq!(t.saved_usd(), 0.0);
     }

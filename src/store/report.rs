@@ -48,7 +48,7 @@ pub struct Removed {
 }
 
 /// The database as `doctor` sees it, read without migrating or creating.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Health {
     /// `ok`, or what `PRAGMA quick_check` found.
     pub quick_check: String,
@@ -225,24 +225,35 @@ impl Store {
     }
 }
 
-/// Open an existing database read-only (never creating or migrating it) and
-/// check it. An unreadable file is an error; a damaged one reports here.
-pub fn health(path: &Path) -> Result<Health> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("opening {}", path.display()))?;
-    let mut stmt = conn.prepare("PRAGMA quick_check")?;
-    let problems: Vec<String> = stmt
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let schema_version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    Ok(Health {
-        quick_check: problems.join("; "),
-        schema_version,
-        schema_expected: super::migrations::COUNT as i64,
-    })
+impl Store {
+    /// Open an existing database read-only: never created, migrated or
+    /// permission-checked, so `doctor` can look at one the shim would refuse.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .with_context(|| format!("opening {}", path.display()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(2))?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// `PRAGMA quick_check` and the schema version. A damaged file reports
+    /// here or fails here.
+    pub fn health(&self) -> Result<Health> {
+        let mut stmt = self.conn.prepare("PRAGMA quick_check")?;
+        let problems: Vec<String> = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(Health {
+            quick_check: problems.join("; "),
+            schema_version: self.schema_version()?,
+            schema_expected: super::migrations::COUNT as i64,
+        })
+    }
 }
 
 /// Size on disk: the database plus its write-ahead log.
@@ -387,12 +398,22 @@ mod tests {
     fn health_reads_without_creating() {
         let t = tempfile::tempdir().unwrap();
         let missing = t.path().join("none.db");
-        assert!(health(&missing).is_err());
+        assert!(Store::open_read_only(&missing).is_err());
         assert!(!missing.exists());
-        let store = Store::open_in(t.path()).unwrap();
-        let h = health(&store.path).unwrap();
+        let path = Store::open_in(t.path()).unwrap().path;
+        let h = Store::open_read_only(&path).unwrap().health().unwrap();
         assert_eq!(h.quick_check, "ok");
         assert_eq!(h.schema_version, h.schema_expected);
-        assert!(size_on_disk(&store.path) > 0);
+        assert!(size_on_disk(&path) > 0);
+        // Damage past the header: quick_check or opening must say so.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let len = bytes.len();
+        bytes[len / 2..].fill(0xA5);
+        std::fs::write(&path, bytes).unwrap();
+        let damaged = Store::open_read_only(&path).and_then(|s| s.health());
+        assert!(
+            !matches!(&damaged, Ok(h) if h.quick_check == "ok"),
+            "{damaged:?}"
+        );
     }
 }

@@ -1,0 +1,15 @@
+# shellcheck shell=bash
+# claude-shim, PATH mode (bash). Printed by `claude-shim init bash`, which
+# fills in the shim directory. The directory goes first on PATH, so this
+# shell, the scripts it starts and the IDEs launched from it all find the shim
+# as `claude`. Sourcing again moves it to the front instead of adding a copy.
+
+__claude_shim_dir=__CLAUDE_SHIM_DIR__
+__claude_shim_path=":${PATH-}:"
+while [[ ${__claude_shim_path} == *":${__claude_shim_dir}:"* ]]; do
+    __claude_shim_path=${__claude_shim_path//":${__claude_shim_dir}:"/:}
+done
+__claude_shim_path=${__claude_shim_path#:}
+__claude_shim_path=${__claude_shim_path%:}
+export PATH="${__claude_shim_dir}${__claude_shim_path:+:${__claude_shim_path}}"
+unset __claude_shim_dir __claude_shim_path

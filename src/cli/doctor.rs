@@ -1,0 +1,254 @@
+//! `doctor`: look at the set-up (what `claude` resolves to, the real binary,
+//! the database, permissions, the guard, recent errors), print one line per
+//! check with a fix for each problem, or everything as JSON for a bug report.
+//! Facts are gathered first (effects), then judged by a pure function.
+
+use super::{install, Run};
+use crate::store::caps::{BinaryKey, Capabilities};
+use crate::store::report::{self, Health};
+use crate::store::{Store, DB_FILE};
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+mod checks;
+pub use checks::{judge, Check, Level};
+
+/// Check the set-up; exits non-zero with a fix-it hint when it is broken.
+#[derive(Args)]
+pub struct Doctor {
+    /// Everything as JSON (for bug reports).
+    #[arg(long)]
+    pub json: bool,
+    /// Shim directory, if installed with --dir [default: $CLAUDE_SHIM_HOME/bin]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Everything doctor looked at.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Facts {
+    pub shim_version: String,
+    pub exe: PathBuf,
+    pub shim_dir: PathBuf,
+    /// `missing` | `current` | `stale` | `foreign`: what `<shim dir>/claude` is.
+    pub link: String,
+    /// The first `claude` on PATH, and whether it resolves to this binary.
+    pub path_claude: Option<PathBuf>,
+    pub path_claude_is_shim: bool,
+    pub real: Option<PathBuf>,
+    pub real_error: Option<String>,
+    /// The real claude resolves to this binary (a loop).
+    pub real_is_shim: bool,
+    pub capabilities: Option<Caps>,
+    /// `cached` | `probed` | `unavailable`.
+    pub capabilities_source: String,
+    pub claude_config_dir: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub data_dir_mode: Option<u32>,
+    pub data_dir_owned: bool,
+    pub db_path: Option<PathBuf>,
+    pub db_exists: bool,
+    pub db_mode: Option<u32>,
+    pub db_owned: bool,
+    pub db_size: u64,
+    pub db_health: Option<Health>,
+    pub db_error: Option<String>,
+    /// `CLAUDE_SHIM_GUARD` as found.
+    pub guard: Option<String>,
+    /// The last lines of `<data dir>/errors.log`.
+    pub recent_errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Caps {
+    pub version: String,
+    pub resume: bool,
+    pub fork_session: bool,
+    pub session_id: bool,
+    pub resume_session_at: bool,
+}
+
+impl From<Capabilities> for Caps {
+    fn from(c: Capabilities) -> Caps {
+        Caps {
+            version: c.version,
+            resume: c.resume,
+            fork_session: c.fork_session,
+            session_id: c.session_id,
+            resume_session_at: c.resume_session_at,
+        }
+    }
+}
+
+const ERROR_LINES: usize = 5;
+
+fn mode_owned(path: &Path) -> (Option<u32>, bool) {
+    match std::fs::metadata(path) {
+        Ok(m) => (
+            Some(m.mode() & 0o7777),
+            m.uid() == nix::unistd::geteuid().as_raw(),
+        ),
+        Err(_) => (None, false),
+    }
+}
+
+/// The last `n` lines of errors.log, each `<epoch secs> <message>` shown
+/// as `<age> ago: <message>`.
+fn tail(path: &Path, n: usize, now: i64) -> Vec<String> {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| aged(l, now))
+        .collect()
+}
+
+fn aged(line: &str, now: i64) -> String {
+    match line.split_once(' ') {
+        Some((secs, msg)) => match secs.parse::<i64>() {
+            Ok(at) => format!("{} ago: {msg}", super::duration::short(now - at)),
+            Err(_) => line.to_owned(),
+        },
+        None => line.to_owned(),
+    }
+}
+
+/// The guard value our probes pass on, as the shim would.
+fn guard_for_children() -> String {
+    let pid = std::process::id();
+    let ppid = nix::unistd::getppid().as_raw() as u32;
+    match crate::guard::check(crate::env::guard(), pid, ppid) {
+        crate::guard::Verdict::Ok { next } => next,
+        crate::guard::Verdict::Loop(_) => format!("1:{pid}"),
+    }
+}
+
+/// Look at everything. Only reads (the probe runs the real claude with
+/// `--version` and `--help`); never creates the database.
+pub fn gather(dir: Option<&Path>) -> Facts {
+    let mut f = Facts {
+        shim_version: env!("CARGO_PKG_VERSION").into(),
+        ..Facts::default()
+    };
+    let me = install::this_exe().unwrap_or_default();
+    f.exe = me.clone();
+    f.shim_dir = install::shim_dir(dir).unwrap_or_default();
+    let link = f.shim_dir.join("claude");
+    f.link = match install::classify(&link, &me) {
+        install::Existing::Missing => "missing",
+        install::Existing::Current => "current",
+        install::Existing::Stale(_) => "stale",
+        install::Existing::Foreign(_) => "foreign",
+    }
+    .into();
+    f.path_claude = which::which("claude").ok();
+    f.path_claude_is_shim = f
+        .path_claude
+        .as_deref()
+        .and_then(|p| p.canonicalize().ok())
+        .is_some_and(|p| p == me);
+
+    match crate::locate::real_claude(&link) {
+        Ok(real) => {
+            f.real_is_shim = real.canonicalize().is_ok_and(|p| p == me);
+            f.real = Some(real);
+        }
+        Err(e) => f.real_error = Some(e.to_string()),
+    }
+    f.claude_config_dir = crate::env::claude_config_dir();
+    f.data_dir = crate::env::data_dir();
+    if let Some(dir) = f.data_dir.clone() {
+        (f.data_dir_mode, f.data_dir_owned) = mode_owned(&dir);
+        let db = dir.join(DB_FILE);
+        f.db_exists = db.exists();
+        (f.db_mode, f.db_owned) = mode_owned(&db);
+        f.recent_errors = tail(&dir.join("errors.log"), ERROR_LINES, crate::store::now());
+        f.db_path = Some(db);
+    }
+    let store = match &f.db_path {
+        Some(db) if f.db_exists => {
+            f.db_size = report::size_on_disk(db);
+            match Store::open_read_only(db).and_then(|s| Ok((s.health()?, s))) {
+                Ok((health, store)) => {
+                    f.db_health = Some(health);
+                    Some(store)
+                }
+                Err(e) => {
+                    f.db_error = Some(format!("{e:#}"));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    f.capabilities_source = "unavailable".into();
+    if let Some(real) = f.real.clone().filter(|_| !f.real_is_shim) {
+        let cached = BinaryKey::of(&real)
+            .ok()
+            .zip(store.as_ref())
+            .and_then(|(key, s)| s.capabilities(&key).ok().flatten());
+        if let Some(c) = cached {
+            f.capabilities = Some(c.into());
+            f.capabilities_source = "cached".into();
+        } else if let Some(c) = crate::probe::probe(&real, &guard_for_children()) {
+            f.capabilities = Some(c.into());
+            f.capabilities_source = "probed".into();
+        }
+    }
+    f.guard = std::env::var(crate::env::GUARD).ok();
+    f
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    ok: bool,
+    checks: &'a [Check],
+    facts: &'a Facts,
+}
+
+impl Run for Doctor {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        let facts = gather(self.dir.as_deref());
+        let checks = judge(&facts);
+        let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
+        if self.json {
+            let report = Report {
+                ok: failed == 0,
+                checks: &checks,
+                facts: &facts,
+            };
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            writeln!(out)?;
+        } else {
+            checks::print(out, &checks, super::style::Style::for_stdout())?;
+        }
+        if failed > 0 {
+            anyhow::bail!("{failed} problem(s) found; see the fixes above");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_lines_get_their_age() {
+        assert_eq!(aged("1000 probing failed", 4600), "1h ago: probing failed");
+        assert_eq!(aged("no stamp here", 4600), "no stamp here");
+        let t = tempfile::tempdir().unwrap();
+        let log = t.path().join("errors.log");
+        let lines: String = (0..9).map(|i| format!("{i} e{i}\n")).collect();
+        std::fs::write(&log, lines).unwrap();
+        let got = tail(&log, ERROR_LINES, 60);
+        assert_eq!(got.len(), ERROR_LINES);
+        assert_eq!(got.last().map(String::as_str), Some("52s ago: e8"));
+        assert!(tail(&t.path().join("none"), 5, 0).is_empty());
+    }
+}

@@ -1,0 +1,609 @@
+//! Judging doctor's facts: one check per concern, each with a level and, for
+//! problems, the command that fixes it. Pure, so the rules are tested as a
+//! table without touching the machine.
+
+use super::Facts;
+use crate::cli::human;
+use crate::cli::style::Style;
+use serde::Serialize;
+use std::io::Write;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Ok,
+    Info,
+    Warn,
+    /// The set-up is broken: doctor exits non-zero.
+    Fail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub level: Level,
+    pub detail: String,
+    pub fix: Option<String>,
+}
+
+fn check(name: &'static str, level: Level, detail: String, fix: Option<&str>) -> Check {
+    Check {
+        name,
+        level,
+        detail,
+        fix: fix.map(str::to_owned),
+    }
+}
+
+const RC_FIX: &str =
+    "put the shim directory first on PATH: add `eval \"$(claude-shim init bash)\"` \
+     to ~/.bashrc (zsh: ~/.zshrc; fish: `claude-shim init fish | source` in config.fish), \
+     then open a new shell";
+const REAL_FIX: &str = "install Claude Code (npm install -g @anthropic-ai/claude-code), \
+     or set CLAUDE_SHIM_REAL to the real claude binary";
+const DB_FIX: &str =
+    "move the database away (mv shim.db shim.db.broken); the shim starts a new one";
+
+pub fn judge(f: &Facts) -> Vec<Check> {
+    let mut out = vec![path_check(f), link_check(f)];
+    out.extend(real_checks(f));
+    out.extend(db_check(f));
+    out.extend(permission_checks(f));
+    out.push(guard_check(f.guard.as_deref()));
+    out.push(errors_check(&f.recent_errors));
+    out
+}
+
+fn path_check(f: &Facts) -> Check {
+    let name = "claude on PATH";
+    let installed = matches!(f.link.as_str(), "current" | "stale");
+    let shim = f.shim_dir.join("claude");
+    match &f.path_claude {
+        Some(p) if f.path_claude_is_shim => check(
+            name,
+            Level::Ok,
+            format!("{} is the shim", p.display()),
+            None,
+        ),
+        Some(p) if installed => check(
+            name,
+            Level::Fail,
+            format!(
+                "{} comes first on PATH, not the shim ({})",
+                p.display(),
+                shim.display()
+            ),
+            Some(RC_FIX),
+        ),
+        Some(p) => check(
+            name,
+            Level::Warn,
+            format!(
+                "{} is not the shim (fine if you use alias mode)",
+                p.display()
+            ),
+            Some("`claude-shim install` puts the shim in front for scripts and IDEs too"),
+        ),
+        None if installed => check(
+            name,
+            Level::Fail,
+            "no `claude` on PATH: the shim directory is not on it".into(),
+            Some(RC_FIX),
+        ),
+        None => check(
+            name,
+            Level::Warn,
+            "no `claude` on PATH".into(),
+            Some("install Claude Code, then run `claude-shim install`"),
+        ),
+    }
+}
+
+fn link_check(f: &Facts) -> Check {
+    let name = "shim link";
+    let link = f.shim_dir.join("claude");
+    match f.link.as_str() {
+        "current" => check(
+            name,
+            Level::Ok,
+            format!("{} -> {}", link.display(), f.exe.display()),
+            None,
+        ),
+        "stale" => check(
+            name,
+            Level::Warn,
+            format!("{} links to another claude-shim build", link.display()),
+            Some("claude-shim install"),
+        ),
+        "foreign" => check(
+            name,
+            Level::Warn,
+            format!("{} is not claude-shim's", link.display()),
+            Some("move it away, then run `claude-shim install`"),
+        ),
+        _ => check(
+            name,
+            Level::Info,
+            format!(
+                "not installed ({} does not exist; alias mode needs none)",
+                link.display()
+            ),
+            None,
+        ),
+    }
+}
+
+fn real_checks(f: &Facts) -> Vec<Check> {
+    let Some(real) = &f.real else {
+        let why = f.real_error.clone().unwrap_or_default();
+        return vec![check("real claude", Level::Fail, why, Some(REAL_FIX))];
+    };
+    if f.real_is_shim {
+        return vec![check(
+            "real claude",
+            Level::Fail,
+            format!("{} is the shim itself (it would loop)", real.display()),
+            Some("set CLAUDE_SHIM_REAL to the real claude binary, not the shim"),
+        )];
+    }
+    let version = f
+        .capabilities
+        .as_ref()
+        .map_or("version unknown", |c| c.version.as_str());
+    let mut out = vec![check(
+        "real claude",
+        Level::Ok,
+        format!("{} ({version})", real.display()),
+        None,
+    )];
+    out.push(match &f.capabilities {
+        None => check(
+            "capabilities",
+            Level::Warn,
+            "the probe got no answer from `claude --version`".into(),
+            Some("run the real claude with --version to see why"),
+        ),
+        Some(c) => {
+            let flag = |on: bool, name: &str| {
+                if on {
+                    name.to_owned()
+                } else {
+                    format!("no {name}")
+                }
+            };
+            let list = [
+                flag(c.resume, "resume"),
+                flag(c.fork_session, "fork-session"),
+                flag(c.session_id, "session-id"),
+                flag(c.resume_session_at, "resume-session-at"),
+            ]
+            .join(", ");
+            let detail = format!("{list} ({})", f.capabilities_source);
+            if c.resume && c.session_id {
+                check("capabilities", Level::Ok, detail, None)
+            } else {
+                check(
+                    "capabilities",
+                    Level::Warn,
+                    format!("{detail}: every turn runs fresh (no savings)"),
+                    Some("upgrade Claude Code"),
+                )
+            }
+        }
+    });
+    out
+}
+
+fn db_check(f: &Facts) -> Option<Check> {
+    let name = "database";
+    let Some(db) = &f.db_path else {
+        return Some(check(
+            name,
+            Level::Fail,
+            "no data directory (HOME is unset)".into(),
+            Some("set CLAUDE_SHIM_HOME or HOME"),
+        ));
+    };
+    let db = db.display();
+    if !f.db_exists {
+        return Some(check(
+            name,
+            Level::Info,
+            format!("{db} not created yet (the first managed turn creates it)"),
+            None,
+        ));
+    }
+    if let Some(e) = &f.db_error {
+        return Some(check(name, Level::Fail, format!("{db}: {e}"), Some(DB_FIX)));
+    }
+    let h = f.db_health.as_ref()?;
+    if h.quick_check != "ok" {
+        return Some(check(
+            name,
+            Level::Fail,
+            format!("{db} is damaged: {}", human::preview(&h.quick_check, 200)),
+            Some(DB_FIX),
+        ));
+    }
+    let size = human::bytes(f.db_size as i64);
+    let detail = format!("{db}: ok, {size}, schema {}", h.schema_version);
+    Some(if h.schema_version > h.schema_expected {
+        check(
+            name,
+            Level::Warn,
+            format!(
+                "{detail}, newer than this build knows ({})",
+                h.schema_expected
+            ),
+            Some("upgrade this claude-shim; another, newer one wrote the database"),
+        )
+    } else if h.schema_version < h.schema_expected {
+        check(
+            name,
+            Level::Ok,
+            format!("{detail} (migrates to {} on next use)", h.schema_expected),
+            None,
+        )
+    } else {
+        check(name, Level::Ok, detail, None)
+    })
+}
+
+fn permission_checks(f: &Facts) -> Vec<Check> {
+    let name = "permissions";
+    let (Some(dir), Some(dir_mode)) = (&f.data_dir, f.data_dir_mode) else {
+        return vec![];
+    };
+    let dir = dir.display();
+    let mut out = Vec::new();
+    if !f.data_dir_owned {
+        out.push(check(
+            name,
+            Level::Fail,
+            format!("{dir} belongs to another user; the shim will not use it"),
+            Some("set CLAUDE_SHIM_HOME to a directory of your own"),
+        ));
+    } else if dir_mode & 0o022 != 0 {
+        out.push(check(
+            name,
+            Level::Fail,
+            format!("{dir} is {dir_mode:04o}, writable by others; the shim will not use it"),
+            Some(&format!("chmod 700 {dir}")),
+        ));
+    } else if dir_mode & 0o077 != 0 {
+        out.push(check(
+            name,
+            Level::Warn,
+            format!("{dir} is {dir_mode:04o}: others can look inside (want 0700)"),
+            Some(&format!("chmod 700 {dir}")),
+        ));
+    }
+    if let (Some(db), Some(mode)) = (&f.db_path, f.db_mode) {
+        let db = db.display();
+        if !f.db_owned {
+            out.push(check(
+                name,
+                Level::Fail,
+                format!("{db} belongs to another user; the shim will not use it"),
+                Some(DB_FIX),
+            ));
+        } else if mode & 0o077 != 0 {
+            out.push(check(
+                name,
+                Level::Fail,
+                format!("{db} is {mode:04o} (want 0600); the shim will not use it"),
+                Some(&format!("chmod 600 {db}")),
+            ));
+        }
+    }
+    if out.is_empty() {
+        let db = f.db_mode.map_or(String::new(), |m| {
+            format!(", {DB} {m:04o}", DB = crate::store::DB_FILE)
+        });
+        out.push(check(
+            name,
+            Level::Ok,
+            format!("{dir} {dir_mode:04o}{db}"),
+            None,
+        ));
+    }
+    out
+}
+
+fn guard_check(guard: Option<&str>) -> Check {
+    let name = "recursion guard";
+    let Some(raw) = guard else {
+        return check(
+            name,
+            Level::Ok,
+            format!("{} not set (not running under the shim)", crate::env::GUARD),
+            None,
+        );
+    };
+    let parsed = raw
+        .split_once(':')
+        .and_then(|(d, p)| Some((d.parse::<u32>().ok()?, p.parse::<u32>().ok()?)));
+    match parsed {
+        Some((depth, pid)) => check(
+            name,
+            Level::Info,
+            format!(
+                "{}={raw}: this runs inside a claude the shim started (depth {depth}, shim pid {pid})",
+                crate::env::GUARD
+            ),
+            None,
+        ),
+        None => check(
+            name,
+            Level::Warn,
+            format!(
+                "{}={raw:?} is malformed; the shim treats it as unset",
+                crate::env::GUARD
+            ),
+            Some("unset CLAUDE_SHIM_GUARD (only the shim should set it)"),
+        ),
+    }
+}
+
+fn errors_check(lines: &[String]) -> Check {
+    if lines.is_empty() {
+        return check("recent errors", Level::Ok, "none".into(), None);
+    }
+    let detail = lines
+        .iter()
+        .map(|l| human::preview(l, 300))
+        .collect::<Vec<_>>()
+        .join("\n");
+    check(
+        "recent errors",
+        Level::Info,
+        format!(
+            "last {} (the turns still ran, as without the shim):\n{detail}",
+            lines.len()
+        ),
+        None,
+    )
+}
+
+/// One line per check; a problem's fix on the line below.
+pub fn print(out: &mut dyn Write, checks: &[Check], style: Style) -> std::io::Result<()> {
+    for c in checks {
+        let label = match c.level {
+            Level::Ok => style.green("ok  "),
+            Level::Info => style.dim("info"),
+            Level::Warn => style.yellow("warn"),
+            Level::Fail => style.red("FAIL"),
+        };
+        let mut lines = c.detail.lines();
+        writeln!(
+            out,
+            "{label}  {:<16} {}",
+            c.name,
+            lines.next().unwrap_or("")
+        )?;
+        for more in lines {
+            writeln!(out, "      {:<16}   {more}", "")?;
+        }
+        if let Some(fix) = &c.fix {
+            writeln!(out, "      {:<16} {} {fix}", "", style.bold("fix:"))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Caps;
+    use super::*;
+    use crate::store::report::Health;
+    use std::path::PathBuf;
+
+    /// A healthy, installed set-up.
+    fn good() -> Facts {
+        Facts {
+            exe: "/opt/claude-shim".into(),
+            shim_dir: "/d/bin".into(),
+            link: "current".into(),
+            path_claude: Some("/d/bin/claude".into()),
+            path_claude_is_shim: true,
+            real: Some("/usr/bin/claude".into()),
+            capabilities: Some(Caps {
+                version: "2.1.330".into(),
+                resume: true,
+                fork_session: true,
+                session_id: true,
+                resume_session_at: true,
+            }),
+            capabilities_source: "cached".into(),
+            data_dir: Some("/d".into()),
+            data_dir_mode: Some(0o700),
+            data_dir_owned: true,
+            db_path: Some("/d/shim.db".into()),
+            db_exists: true,
+            db_mode: Some(0o600),
+            db_owned: true,
+            db_size: 4096,
+            db_health: Some(Health {
+                quick_check: "ok".into(),
+                schema_version: 2,
+                schema_expected: 2,
+            }),
+            ..Facts::default()
+        }
+    }
+
+    fn worst(f: &Facts) -> (Level, Vec<&'static str>) {
+        let checks = judge(f);
+        let worst = checks.iter().map(|c| c.level).max().unwrap_or(Level::Ok);
+        let names = checks
+            .iter()
+            .filter(|c| c.level == worst && worst >= Level::Warn)
+            .map(|c| c.name)
+            .collect();
+        (worst, names)
+    }
+
+    #[test]
+    fn healthy_setup_passes() {
+        assert_eq!(worst(&good()), (Level::Ok, vec![]));
+    }
+
+    #[test]
+    fn table_of_breakage() {
+        type Edit = fn(&mut Facts);
+        let rows: Vec<(&str, Edit, Level, &str)> = vec![
+            (
+                "real claude first while installed",
+                |f| {
+                    f.path_claude = Some("/usr/bin/claude".into());
+                    f.path_claude_is_shim = false;
+                },
+                Level::Fail,
+                "claude on PATH",
+            ),
+            (
+                "no claude on PATH while installed",
+                |f| {
+                    f.path_claude = None;
+                    f.path_claude_is_shim = false;
+                },
+                Level::Fail,
+                "claude on PATH",
+            ),
+            (
+                "alias mode: not installed, real first",
+                |f| {
+                    f.link = "missing".into();
+                    f.path_claude = Some("/usr/bin/claude".into());
+                    f.path_claude_is_shim = false;
+                },
+                Level::Warn,
+                "claude on PATH",
+            ),
+            (
+                "no real claude",
+                |f| {
+                    f.real = None;
+                    f.real_error = Some("cannot find the real claude".into());
+                },
+                Level::Fail,
+                "real claude",
+            ),
+            (
+                "real claude is the shim",
+                |f| f.real_is_shim = true,
+                Level::Fail,
+                "real claude",
+            ),
+            (
+                "old claude without resume",
+                |f| {
+                    if let Some(c) = f.capabilities.as_mut() {
+                        c.resume = false;
+                    }
+                },
+                Level::Warn,
+                "capabilities",
+            ),
+            (
+                "probe failed",
+                |f| f.capabilities = None,
+                Level::Warn,
+                "capabilities",
+            ),
+            (
+                "damaged db",
+                |f| {
+                    if let Some(h) = f.db_health.as_mut() {
+                        h.quick_check = "*** in database main *** Page 3 is never used".into();
+                    }
+                },
+                Level::Fail,
+                "database",
+            ),
+            (
+                "unopenable db",
+                |f| {
+                    f.db_health = None;
+                    f.db_error = Some("file is not a database".into());
+                },
+                Level::Fail,
+                "database",
+            ),
+            (
+                "newer schema",
+                |f| {
+                    if let Some(h) = f.db_health.as_mut() {
+                        h.schema_version = 9;
+                    }
+                },
+                Level::Warn,
+                "database",
+            ),
+            (
+                "dir writable by others",
+                |f| f.data_dir_mode = Some(0o777),
+                Level::Fail,
+                "permissions",
+            ),
+            (
+                "dir readable by others",
+                |f| f.data_dir_mode = Some(0o755),
+                Level::Warn,
+                "permissions",
+            ),
+            (
+                "db readable by others",
+                |f| f.db_mode = Some(0o644),
+                Level::Fail,
+                "permissions",
+            ),
+            (
+                "dir of another user",
+                |f| f.data_dir_owned = false,
+                Level::Fail,
+                "permissions",
+            ),
+            (
+                "malformed guard",
+                |f| f.guard = Some("x".into()),
+                Level::Warn,
+                "recursion guard",
+            ),
+            (
+                "stale link",
+                |f| f.link = "stale".into(),
+                Level::Warn,
+                "shim link",
+            ),
+        ];
+        for (what, edit, level, name) in rows {
+            let mut f = good();
+            edit(&mut f);
+            assert_eq!(worst(&f), (level, vec![name]), "{what}");
+            let fails_have_fixes = judge(&f)
+                .iter()
+                .filter(|c| c.level >= Level::Warn)
+                .all(|c| c.fix.is_some());
+            assert!(fails_have_fixes, "{what}: every problem names a fix");
+        }
+    }
+
+    #[test]
+    fn informational_states_are_not_failures() {
+        let mut f = good();
+        f.db_exists = false;
+        f.db_health = None;
+        f.db_mode = None;
+        f.guard = Some("1:4242".into());
+        f.recent_errors = vec!["1700000000 probing failed".into()];
+        assert_eq!(worst(&f).0, Level::Info);
+        let mut out = Vec::new();
+        print(&mut out, &judge(&f), Style::PLAIN).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("not created yet"), "{text}");
+        assert!(text.contains("probing failed"), "{text}");
+        assert!(text.contains("depth 1"), "{text}");
+        let _: PathBuf = f.shim_dir;
+    }
+}

@@ -1,0 +1,162 @@
+//! `pins`: the conversations the shim can resume, one row each (the newest
+//! pin of every session).
+
+use super::{duration, human, style::Style, Run};
+use crate::store::report::PinRow;
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Conversations the shim can resume: cwd, turns, session, age, last reply.
+#[derive(Args)]
+pub struct Pins {
+    /// Only conversations in this directory (the current one if no DIR is given).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub cwd: Option<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub session: String,
+    pub cwd: String,
+    pub turns: i64,
+    pub created_at: i64,
+    pub age_secs: i64,
+    pub reply_preview: String,
+    /// Pins of this session (one per turn it reached through the shim).
+    pub pins: i64,
+    /// The session's transcript, if Claude Code still has it.
+    pub session_file: Option<PathBuf>,
+}
+
+const PREVIEW: usize = 48;
+
+fn rows(pins: Vec<PinRow>, now: i64, config_dir: Option<&Path>) -> Vec<Row> {
+    pins.into_iter()
+        .map(|p| Row {
+            session_file: config_dir.and_then(|c| crate::sessions::find(c, &p.session)),
+            age_secs: now - p.created_at,
+            session: p.session,
+            cwd: p.cwd,
+            turns: p.turns,
+            created_at: p.created_at,
+            reply_preview: p.reply_preview,
+            pins: p.pins,
+        })
+        .collect()
+}
+
+/// `/home/u/x` → `~/x` for display.
+fn tilde(path: &str, home: Option<&str>) -> String {
+    match home.and_then(|h| path.strip_prefix(h)) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
+        _ => path.to_owned(),
+    }
+}
+
+pub fn render(
+    out: &mut dyn Write,
+    rows: &[Row],
+    home: Option<&str>,
+    s: Style,
+) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return writeln!(out, "no pinned conversations");
+    }
+    let cwds: Vec<String> = rows.iter().map(|r| tilde(&r.cwd, home)).collect();
+    let cwd_w = cwds
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(3)
+        .clamp(3, 40);
+    writeln!(
+        out,
+        "{}",
+        s.bold(&format!(
+            "{:<5} {:>5}  {:<36}  {}  last reply",
+            "age",
+            "turns",
+            "session",
+            human::cell("cwd", cwd_w)
+        ))
+    )?;
+    for (r, cwd) in rows.iter().zip(&cwds) {
+        let gone = if r.session_file.is_none() {
+            s.yellow(" (session file gone)")
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{:<5} {:>5}  {:<36}  {}  {}{gone}",
+            duration::short(r.age_secs),
+            r.turns,
+            r.session,
+            human::cell(cwd, cwd_w),
+            human::preview(&r.reply_preview, PREVIEW),
+        )?;
+    }
+    Ok(())
+}
+
+impl Run for Pins {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        let cwd = self.cwd.as_deref().map(super::canonical_dir);
+        let pins = match super::existing_store()? {
+            Some(store) => store.latest_pins(cwd.as_deref())?,
+            None => Vec::new(),
+        };
+        let config = crate::env::claude_config_dir();
+        let rows = rows(pins, crate::store::now(), config.as_deref());
+        if self.json {
+            serde_json::to_writer_pretty(&mut *out, &rows)?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        let home = std::env::var("HOME").ok();
+        render(out, &rows, home.as_deref(), Style::for_stdout())?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_rows_show_age_session_cwd_and_one_line_preview() {
+        let pins = vec![PinRow {
+            session: "6e8e0435-8e12-4245-aa25-f674ed4e97a7".into(),
+            cwd: "/home/u/proj".into(),
+            turns: 4,
+            created_at: 1000,
+            reply_preview: "Sure.\nHere is\tthe plan".into(),
+            pins: 4,
+        }];
+        let rows = rows(pins, 1000 + 7200, None);
+        let mut out = Vec::new();
+        render(&mut out, &rows, Some("/home/u"), Style::PLAIN).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let line = text.lines().nth(1).unwrap();
+        assert!(line.starts_with("2h        4  6e8e0435-"), "{line}");
+        assert!(line.contains("~/proj"), "{line}");
+        assert!(
+            line.contains("Sure. Here is the plan (session file gone)"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn tilde_only_whole_components() {
+        assert_eq!(tilde("/home/u", Some("/home/u")), "~");
+        assert_eq!(tilde("/home/u/x", Some("/home/u")), "~/x");
+        assert_eq!(tilde("/home/ux", Some("/home/u")), "/home/ux");
+        assert_eq!(tilde("/w", None), "/w");
+    }
+}

@@ -1,0 +1,230 @@
+//! `stats`: what the shim did over a span, from the runs log: turns by kind,
+//! prompt bytes stripped, tokens and cost, an estimate of the replay cost
+//! (see `tally`), and one bar per day.
+
+use super::tally::{self, Tally};
+use super::{chart, duration, human, style::Style, Run};
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Turns seen, bytes stripped, tokens and cost, per day, with a chart.
+#[derive(Args)]
+pub struct Stats {
+    /// How far back: 30m, 24h, 7d, 2w…
+    #[arg(long, default_value = "7d", value_parser = duration::parse)]
+    pub since: Duration,
+    /// Only turns run in this directory (the current one if no DIR is given).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub cwd: Option<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+const BAR_WIDTH: usize = 24;
+const PASS_THROUGH_NOTE: &str =
+    "pass-through runs exec the real claude without opening the database, so they are not counted";
+
+#[derive(Serialize)]
+struct Json<'a> {
+    since: i64,
+    until: i64,
+    cwd: Option<&'a str>,
+    /// Always null: pass-through runs are not recorded.
+    pass_through: Option<i64>,
+    pass_through_note: &'static str,
+    replay_estimate_note: &'static str,
+    #[serde(flatten)]
+    tally: &'a Tally,
+}
+
+impl Run for Stats {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        let now = crate::store::now();
+        let since = duration::before(now, self.since);
+        let cwd = self.cwd.as_deref().map(super::canonical_dir);
+        let rows = match super::existing_store()? {
+            Some(store) => store.runs_since(since, cwd.as_deref())?,
+            None => Vec::new(),
+        };
+        let t = tally::tally(&rows);
+        if self.json {
+            let json = Json {
+                since,
+                until: now,
+                cwd: cwd.as_deref(),
+                pass_through: None,
+                pass_through_note: PASS_THROUGH_NOTE,
+                replay_estimate_note: "replay_* assume the stripped bytes (≈4 bytes/token) \
+                    would have been cache writes (1.25×) instead of cache reads (0.1×)",
+                tally: &t,
+            };
+            serde_json::to_writer_pretty(&mut *out, &json)?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        let span = duration::exact(self.since.as_secs());
+        let scope = cwd.map_or(String::new(), |c| format!(" in {c}"));
+        render(out, &t, &format!("last {span}{scope}"), Style::for_stdout())?;
+        Ok(())
+    }
+}
+
+/// The human report.
+pub fn render(out: &mut dyn Write, t: &Tally, title: &str, s: Style) -> std::io::Result<()> {
+    let k = &t.total;
+    writeln!(out, "{}", s.bold(&format!("claude-shim stats, {title}")))?;
+    if k.turns == 0 {
+        writeln!(out, "no managed turns recorded")?;
+        writeln!(out, "pass-through    not counted ({PASS_THROUGH_NOTE})")?;
+        return Ok(());
+    }
+    let n = human::count;
+    writeln!(out, "turns           {}", n(k.turns))?;
+    for (name, v) in [
+        ("resumed", k.resumed),
+        ("forked", k.forked),
+        ("fresh", k.fresh),
+        ("fallback", k.fallback),
+        ("unchanged", k.unchanged),
+    ] {
+        writeln!(out, "  {name:<13} {}", n(v))?;
+    }
+    if k.other > 0 {
+        writeln!(out, "  {:<13} {}", "other", n(k.other))?;
+    }
+    writeln!(out, "  {:<13} not counted", "pass-through")?;
+    let pct = if k.bytes_in > 0 {
+        format!(
+            " ({:.0}%)",
+            100.0 * k.bytes_stripped as f64 / k.bytes_in as f64
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "prompt bytes    {} in, {} sent, {} stripped{pct}",
+        human::bytes(k.bytes_in),
+        human::bytes(k.bytes_sent),
+        human::bytes(k.bytes_stripped)
+    )?;
+    writeln!(
+        out,
+        "tokens          input {}, cache write {}, cache read {}, output {}",
+        n(k.input_tokens),
+        n(k.cache_write_tokens),
+        n(k.cache_read_tokens),
+        n(k.output_tokens)
+    )?;
+    if k.turns_without_usage > 0 {
+        writeln!(
+            out,
+            "                ({} turn(s) printed no usage: text output or failures)",
+            n(k.turns_without_usage)
+        )?;
+    }
+    writeln!(
+        out,
+        "cost            {} actual; replayed ~{} (estimate), saved ~{}",
+        human::usd(k.cost_usd),
+        human::usd(k.replay_cost_usd),
+        human::usd(k.saved_usd())
+    )?;
+    writeln!(out)?;
+    let max = t.days.iter().map(|d| d.totals.turns).max().unwrap_or(0) as f64;
+    writeln!(
+        out,
+        "{}",
+        s.bold("day          turns  resumed   stripped      cost  turns/day")
+    )?;
+    for d in &t.days {
+        let x = &d.totals;
+        writeln!(
+            out,
+            "{:<10} {:>7} {:>8} {:>10} {:>9}  {}",
+            d.day,
+            n(x.turns),
+            n(x.resumed + x.forked),
+            human::bytes(x.bytes_stripped),
+            human::usd(x.cost_usd),
+            s.green(&chart::bar(x.turns as f64, max, BAR_WIDTH))
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}",
+        s.dim(
+            "resumed = resumed + forked. \"replayed\" estimates the same turns re-sending their \
+             history: stripped bytes/4 as tokens moved from cache reads (0.1x) to cache writes \
+             (1.25x), priced from each turn's own cost."
+        )
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::report::{RunRow, Tokens};
+
+    fn row(day: &str, kind: &str) -> RunRow {
+        RunRow {
+            day: day.into(),
+            kind: kind.into(),
+            bytes_in: 4000,
+            bytes_sent: 400,
+            tokens: Some(Tokens {
+                input: 10,
+                cache_write: 20,
+                cache_read: 3000,
+                output: 5,
+            }),
+            cost_usd: Some(0.01),
+        }
+    }
+
+    #[test]
+    fn plain_report_has_counts_days_and_bars() {
+        let rows = [
+            row("2026-01-01", "fresh"),
+            row("2026-01-02", "resumed"),
+            row("2026-01-02", "resumed"),
+            row("2026-01-02", "forked"),
+            row("2026-01-02", "fallback"),
+        ];
+        let mut out = Vec::new();
+        render(&mut out, &tally::tally(&rows), "last 7d", Style::PLAIN).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains('\x1b'), "plain has no escapes");
+        assert!(text.contains("turns           5"), "{text}");
+        assert!(text.contains("  resumed       2"), "{text}");
+        assert!(text.contains("  pass-through  not counted"), "{text}");
+        assert!(text.contains("17.6 KiB stripped (90%)"), "{text}");
+        let day1 = text.lines().find(|l| l.starts_with("2026-01-01")).unwrap();
+        let day2 = text.lines().find(|l| l.starts_with("2026-01-02")).unwrap();
+        assert!(day2.ends_with(&"█".repeat(BAR_WIDTH)), "{day2}");
+        assert!(day1.ends_with(&"█".repeat(BAR_WIDTH / 4)), "{day1}");
+        assert!(text.contains("(estimate)"));
+    }
+
+    #[test]
+    fn empty_report_says_so() {
+        let mut out = Vec::new();
+        render(
+            &mut out,
+            &Tally::default(),
+            "last 7d",
+            Style { color: true },
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("no managed turns recorded"));
+        assert!(text.contains("not counted"));
+    }
+}
