@@ -284,6 +284,35 @@ fn sigterm_during_shim_startup_is_not_lost() {
     );
 }
 
+/// `producer | claude -p` where the producer stalls: the shim is reading the
+/// prompt from stdin and no child exists yet. Without the shim the CLI would
+/// die by SIGTERM/SIGINT/SIGHUP; through it the signal must not be swallowed.
+#[test]
+fn signal_while_shim_reads_the_prompt_from_stdin_is_not_lost() {
+    let mut problems = Vec::new();
+    for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        let w = World::new();
+        let mut cmd = w.shim();
+        cmd.arg("-p")
+            .env("FAKE_STDIN_SHA", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("spawn");
+        let stdin = child.stdin.take().unwrap(); // held open, never written
+        std::thread::sleep(Duration::from_millis(300));
+        kill(Pid::from_raw(child.id() as i32), sig).expect("kill");
+        let ended = wait_timeout(&mut child, Duration::from_secs(3));
+        drop(stdin);
+        match ended {
+            Some(status) if status.signal() == Some(sig as i32) => {}
+            Some(status) => problems.push(format!("{sig}: ended with {status:?}")),
+            None => problems.push(format!("{sig}: ignored, still running after 3 s")),
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
 /// SIGKILL while the shim probes the real binary leaves no process behind.
 #[test]
 fn sigkill_of_shim_during_startup_leaves_no_orphan() {
