@@ -4,6 +4,8 @@
 # shell, the scripts it starts and the IDEs launched from it all find the shim
 # as `claude`. Sourcing again moves it to the front instead of adding a copy.
 
+# The directory is single-quoted, so any `$` in it is meant literally.
+# shellcheck disable=SC2016
 __claude_shim_dir=__CLAUDE_SHIM_DIR__
 __claude_shim_path=":${PATH-}:"
 while [[ ${__claude_shim_path} == *":${__claude_shim_dir}:"* ]]; do
