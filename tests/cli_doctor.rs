@@ -43,7 +43,10 @@ fn a_good_setup_passes_and_names_what_it_found() {
     let real = line(&out, "real claude");
     assert!(real.contains(&s.fake().display().to_string()), "{out}");
     assert!(real.contains("2.1.330"), "{out}");
-    assert!(line(&out, "capabilities").contains("resume, fork-session, session-id"), "{out}");
+    assert!(
+        line(&out, "capabilities").contains("resume, fork-session, session-id"),
+        "{out}"
+    );
     assert!(line(&out, "database").contains("ok"), "{out}");
     assert!(line(&out, "database").contains("schema"), "{out}");
     assert!(line(&out, "permissions").contains("0700"), "{out}");
@@ -62,7 +65,10 @@ fn json_is_a_full_report() {
     assert_eq!(v["facts"]["capabilities"]["version"], "2.1.330");
     assert_eq!(v["facts"]["db_health"]["quick_check"], "ok");
     assert_eq!(v["facts"]["data_dir_mode"], 0o700);
-    assert!(v["checks"].as_array().is_some_and(|c| c.len() >= 7), "{out}");
+    assert!(
+        v["checks"].as_array().is_some_and(|c| c.len() >= 7),
+        "{out}"
+    );
 }
 
 #[test]
@@ -118,20 +124,28 @@ fn loose_permissions_fail() {
     let o = run(good(&s));
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains(&format!("chmod 600 {}", db.display())), "{out}");
+    assert!(
+        out.contains(&format!("chmod 600 {}", db.display())),
+        "{out}"
+    );
 
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::set_permissions(&s.data, std::fs::Permissions::from_mode(0o777)).unwrap();
     let o = run(good(&s));
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains(&format!("chmod 700 {}", s.data.display())), "{out}");
+    assert!(
+        out.contains(&format!("chmod 700 {}", s.data.display())),
+        "{out}"
+    );
 }
 
 #[test]
 fn shows_guard_and_recent_errors_without_failing() {
     let s = installed();
-    let lines: String = (1..=8).map(|i| format!("1700000000 failure number {i}\n")).collect();
+    let lines: String = (1..=8)
+        .map(|i| format!("1700000000 failure number {i}\n"))
+        .collect();
     std::fs::write(s.data.join("errors.log"), lines).unwrap();
     let mut cmd = good(&s);
     cmd.env("CLAUDE_SHIM_GUARD", "2:4242");
@@ -139,7 +153,10 @@ fn shows_guard_and_recent_errors_without_failing() {
     assert!(line(&out, "recursion guard").contains("depth 2"), "{out}");
     assert!(out.contains("failure number 8"), "{out}");
     assert!(out.contains("failure number 4"), "{out}");
-    assert!(!out.contains("failure number 3"), "only the last five: {out}");
+    assert!(
+        !out.contains("failure number 3"),
+        "only the last five: {out}"
+    );
     assert!(out.contains(" ago: "), "{out}");
 }
 

@@ -93,7 +93,10 @@ fn status_script(sh: &str, mode: &str) -> String {
         "fish" => format!("claude-shim init fish --mode {mode} | source"),
         _ => format!("eval \"$(claude-shim init {sh} --mode {mode})\""),
     };
-    format!("{load}; claude mcp list; echo \"status=${status_name}\"; true", status_name = &status[1..])
+    format!(
+        "{load}; claude mcp list; echo \"status=${status_name}\"; true",
+        status_name = &status[1..]
+    )
 }
 
 #[track_caller]
@@ -102,7 +105,11 @@ fn check_status(sh: &str, mode: &str) {
     if mode == "path" {
         ok(s.cli(&["install"]));
     }
-    let path = format!("{}:{}:/usr/bin:/bin", s.tools.display(), s.real_dir.display());
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        s.tools.display(),
+        s.real_dir.display()
+    );
     for code in ["0", "3"] {
         let mut cmd = in_shell(&s, sh, &path, &status_script(sh, mode));
         cmd.env("FAKE_EXIT", code);
@@ -111,7 +118,11 @@ fn check_status(sh: &str, mode: &str) {
         }
         let o = run(cmd);
         let out = stdout(&o);
-        assert!(out.contains("args: mcp list"), "{sh} {mode}: {out}\n{}", stderr(&o));
+        assert!(
+            out.contains("args: mcp list"),
+            "{sh} {mode}: {out}\n{}",
+            stderr(&o)
+        );
         assert!(
             out.contains(&format!("status={code}")),
             "{sh} {mode}: exit status {code} lost: {out}\n{}",
@@ -145,7 +156,11 @@ fn exit_status_is_kept_on_path() {
 #[test]
 fn alias_mode_replaces_an_old_alias_and_leaves_path_alone() {
     let s = Sandbox::new();
-    let path = format!("{}:{}:/usr/bin:/bin", s.tools.display(), s.real_dir.display());
+    let path = format!(
+        "{}:{}:/usr/bin:/bin",
+        s.tools.display(),
+        s.real_dir.display()
+    );
     let script = "shopt -s expand_aliases\nalias claude='echo OLD-ALIAS'\n\
                   eval \"$(claude-shim init bash --mode alias)\"\n\
                   claude mcp list\nprintf '%s\\n' \"$PATH\"";

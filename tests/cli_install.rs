@@ -21,7 +21,10 @@ fn install_links_claude_to_this_binary_and_prints_the_rc_line() {
     let s = Sandbox::new();
     let out = ok(s.cli(&["install"]));
     let link = s.shim_dir().join("claude");
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(target(&link), bin());
     assert!(out.contains("~/.bashrc"), "{out}");
     assert!(out.contains("init bash)\""), "{out}");
@@ -77,7 +80,10 @@ fn never_overwrites_what_is_not_ours() {
     let o = run(s.cli(&["install"]));
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stderr(&o).contains("not claude-shim's"), "{}", stderr(&o));
-    assert_eq!(std::fs::read_to_string(&link).unwrap(), "#!/bin/sh\necho real\n");
+    assert_eq!(
+        std::fs::read_to_string(&link).unwrap(),
+        "#!/bin/sh\necho real\n"
+    );
     let o = run(s.cli(&["uninstall"]));
     assert_eq!(o.status.code(), Some(1));
     assert!(link.exists(), "uninstall must not remove it either");
@@ -98,7 +104,10 @@ fn the_real_claude_is_never_touched_even_when_dir_is_its_home() {
     let o = run(s.cli(&["install", "--dir", &dir]));
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(std::fs::read(s.fake()).unwrap(), before);
-    assert!(!std::fs::symlink_metadata(s.fake()).unwrap().file_type().is_symlink());
+    assert!(!std::fs::symlink_metadata(s.fake())
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }
 
 #[test]
@@ -122,7 +131,10 @@ fn uninstall_removes_only_our_link() {
     let out = ok(s.cli(&["uninstall"]));
     assert!(out.contains("removed"), "{out}");
     assert!(std::fs::symlink_metadata(s.shim_dir().join("claude")).is_err());
-    assert!(!s.shim_dir().exists(), "our empty default directory goes too");
+    assert!(
+        !s.shim_dir().exists(),
+        "our empty default directory goes too"
+    );
     assert!(s.data.exists(), "the data directory stays");
     let out = ok(s.cli(&["uninstall"]));
     assert!(out.contains("nothing to remove"), "{out}");

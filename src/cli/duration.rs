@@ -21,7 +21,7 @@ pub fn parse(s: &str) -> Result<Duration, String> {
         "w" => 7 * 86_400,
         _ => {
             return Err(format!(
-                "unknown unit `{unit}` in `{s}`: use s, m, h, d or w"
+                "unknown unit `{unit}` in `{s}`: use s, m, h, d or w (e.g. 7d)"
             ))
         }
     };
