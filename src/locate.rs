@@ -12,19 +12,24 @@ pub enum LocateError {
         crate::env::REAL
     )]
     NotFound,
+    #[error("refusing to loop: {var} ({0}) is claude-shim itself; point it at the real claude", var = crate::env::REAL)]
+    OverrideIsShim(String),
 }
 
 /// `CLAUDE_SHIM_REAL` wins; otherwise the first `claude` on PATH that is not
 /// in the shim's own directory and does not resolve to this binary.
 pub fn real_claude(shim_invoked_as: &Path) -> Result<PathBuf, LocateError> {
+    let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
     if let Some(path) = crate::env::real() {
+        if me.is_some() && path.canonicalize().ok() == me {
+            return Err(LocateError::OverrideIsShim(path.display().to_string()));
+        }
         return if is_executable(&path) {
             Ok(path)
         } else {
             Err(LocateError::BadOverride(path.display().to_string()))
         };
     }
-    let me = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
     let own_dir = shim_dir(shim_invoked_as);
     let path = std::env::var_os("PATH").unwrap_or_default();
     search(&path, own_dir.as_deref(), me.as_deref()).ok_or(LocateError::NotFound)

@@ -6,8 +6,10 @@
 
 use crate::store::caps::Capabilities;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn probe(real: &Path, guard: &str) -> Option<Capabilities> {
     let version = output(real, "--version", guard)?;
@@ -22,17 +24,48 @@ pub fn probe(real: &Path, guard: &str) -> Option<Capabilities> {
     })
 }
 
+/// A probe that takes longer than this is abandoned (and killed).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Run `real flag` and return its stdout when it succeeds in time. The
+/// probe dies with the shim (PDEATHSIG) and never outlives its timeout.
 fn output(real: &Path, flag: &str, guard: &str) -> Option<String> {
-    let out = Command::new(real)
-        .arg(flag)
+    let mut cmd = Command::new(real);
+    cmd.arg(flag)
         .env(crate::env::GUARD, guard)
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = stdout.read_to_end(&mut out);
+        out
+    });
+    let deadline = Instant::now() + PROBE_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let out = reader.join().ok()?;
+    status
         .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        .then(|| String::from_utf8_lossy(&out).into_owned())
 }
 
 /// Stream the file looking for `needle` (which may straddle chunk borders).

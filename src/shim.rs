@@ -21,7 +21,8 @@ pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
         Ok(real) => real,
         Err(e) => {
             eprintln!("claude-shim: {e}");
-            std::process::exit(127)
+            let looping = matches!(e, locate::LocateError::OverrideIsShim(_));
+            std::process::exit(if looping { 126 } else { 127 })
         }
     };
     match invocation::classify(&args, env::bypass()) {

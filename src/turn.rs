@@ -68,6 +68,7 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
     let (finished, kind) = if resuming && !first.released() && !succeeded(&first) {
         // Refused before the caller saw anything: forget it, run fresh once.
         first.discard();
+        child.between();
         debug!("resume refused ({:?}); rerunning fresh", first.exit);
         decision.refused();
         let args = crate::rewrite::argv(&decision.plan, &args);

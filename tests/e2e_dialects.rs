@@ -12,12 +12,13 @@ use support::{describe, run, ApiServer, Sandbox};
 
 const TURNS: usize = 6;
 
+/// Given the prior (user, reply) pairs and the new user message: (argv, stdin).
+type Render = fn(&[(String, String)], &str) -> (Vec<String>, Vec<u8>);
+
 /// How one client renders a turn: argv, stdin, and where its reply comes from.
 struct Client {
     name: &'static str,
-    /// (argv, stdin) for the turn, given the prior (user, reply) pairs and
-    /// the new user message.
-    call: fn(&[(String, String)], &str) -> (Vec<String>, Vec<u8>),
+    call: Render,
     /// The reply the client keeps from the CLI's stdout.
     reply: fn(&[u8]) -> String,
 }

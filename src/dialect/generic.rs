@@ -87,7 +87,8 @@ impl Dialect for Generic {
         // user marker counts: a first turn, whose chain the next turn matches.
         let opens_with_user = lines[..turns[0].0].iter().all(|l| l.trim().is_empty());
         let has_assistant = turns.iter().any(|(_, m)| m.role == Role::Assistant);
-        if !has_assistant && !(opens_with_user && turns.len() == 1) {
+        let first_turn = opens_with_user && turns.len() == 1;
+        if !(has_assistant || first_turn) {
             return None;
         }
         let mut parsed: Vec<Turn> = Vec::new();

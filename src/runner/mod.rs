@@ -119,7 +119,13 @@ pub fn run(spec: Spec, child_pid: &signals::ChildPid) -> std::io::Result<Finishe
             Ok(())
         });
     }
-    let mut child = cmd.spawn()?;
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            child_pid.between();
+            return Err(e);
+        }
+    };
     child_pid.set(child.id() as i32);
 
     let (hold, gate) = tee::Hold::new(spec.hold);

@@ -41,22 +41,35 @@ pub fn reset_for_child() -> nix::Result<()> {
     signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
 }
 
-/// Shared child pid; 0 once the child is reaped so nothing is sent to a
-/// recycled pid.
+/// The child as the relay sees it: not started yet (0), running (its pid),
+/// or reaped (-1, so nothing is sent to a recycled pid).
 #[derive(Clone, Default)]
 pub struct ChildPid(Arc<AtomicI32>);
+
+enum Child {
+    NotYet,
+    Running(Pid),
+    Gone,
+}
 
 impl ChildPid {
     pub fn set(&self, pid: i32) {
         self.0.store(pid, Ordering::SeqCst)
     }
     pub fn clear(&self) {
+        self.0.store(-1, Ordering::SeqCst)
+    }
+    /// Between attempts (a retry is about to spawn): signals end the shim
+    /// again, as no child would receive them.
+    pub fn between(&self) {
         self.0.store(0, Ordering::SeqCst)
     }
-    fn get(&self) -> Option<Pid> {
-        Some(self.0.load(Ordering::SeqCst))
-            .filter(|&p| p > 0)
-            .map(Pid::from_raw)
+    fn get(&self) -> Child {
+        match self.0.load(Ordering::SeqCst) {
+            0 => Child::NotYet,
+            p if p > 0 => Child::Running(Pid::from_raw(p)),
+            _ => Child::Gone,
+        }
     }
 }
 
@@ -67,11 +80,15 @@ pub fn relay(child: ChildPid) -> std::io::Result<()> {
         .spawn(move || {
             let set = forwarded_set();
             while let Ok(sig) = set.wait() {
-                if sig == Signal::SIGINT && !forward_int() {
-                    continue;
-                }
-                if let Some(pid) = child.get() {
-                    let _ = signal::kill(pid, sig);
+                match child.get() {
+                    // Nothing started yet (the shim is reading the prompt or
+                    // probing): the caller meant to stop `claude`, i.e. us.
+                    Child::NotYet if sig != Signal::SIGWINCH => die_by(sig),
+                    Child::Running(_) if sig == Signal::SIGINT && !forward_int() => {}
+                    Child::Running(pid) => {
+                        let _ = signal::kill(pid, sig);
+                    }
+                    _ => {}
                 }
             }
         })?;

@@ -53,6 +53,13 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // Each run is a short-lived process: checkpointing (and fsyncing) the
+        // WAL at every close would cost more than the turn's own writes.
+        // SQLite still checkpoints as the WAL grows (wal_autocheckpoint).
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )?;
         migrations::apply(&conn)?;
         Ok(Store { conn, path })
     }
