@@ -52,6 +52,7 @@ fn a_good_setup_passes_and_names_what_it_found() {
     assert!(line(&out, "permissions").contains("0700"), "{out}");
     assert!(line(&out, "recursion guard").contains("not set"), "{out}");
     assert!(!out.contains("FAIL"), "{out}");
+    assert!(out.contains("no problems found"), "{out}");
 }
 
 #[test]
@@ -103,7 +104,15 @@ fn shim_behind_the_real_claude_fails_once_installed() {
 #[test]
 fn a_damaged_database_fails() {
     let s = installed();
-    let db = s.store().path.clone();
+    let store = s.store();
+    // Everything into the main file first (the store does not checkpoint on
+    // close, so the pages might otherwise still sit in the WAL).
+    store
+        .conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let db = store.path.clone();
+    drop(store);
     let mut bytes = std::fs::read(&db).unwrap();
     let len = bytes.len();
     bytes[len / 2..].fill(0xA5);

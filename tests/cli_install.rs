@@ -144,3 +144,19 @@ fn uninstall_removes_only_our_link() {
     ok(s.cli(&["uninstall"]));
     assert!(s.shim_dir().join("notes").exists());
 }
+
+#[test]
+fn an_rc_that_already_sources_init_is_recognised() {
+    let s = Sandbox::new();
+    std::fs::write(
+        s.home.join(".bashrc"),
+        "export X=1\neval \"$(claude-shim init bash)\"\n",
+    )
+    .unwrap();
+    let out = ok(s.cli(&["install"]));
+    assert!(
+        out.contains("~/.bashrc already runs `claude-shim init`"),
+        "{out}"
+    );
+    assert!(!out.contains("Add this line"), "{out}");
+}

@@ -226,6 +226,9 @@ impl Run for Doctor {
             writeln!(out)?;
         } else {
             checks::print(out, &checks, super::style::Style::for_stdout())?;
+            if failed == 0 {
+                writeln!(out, "claude-shim {}: no problems found", facts.shim_version)?;
+            }
         }
         if failed > 0 {
             anyhow::bail!("{failed} problem(s) found; see the fixes above");

@@ -140,12 +140,16 @@ impl Run for Install {
         }
         let custom = self.dir.is_some().then_some(dir.as_path());
         let shell = RcShell::from_env();
-        writeln!(
-            out,
-            "\nAdd this line to {}, then open a new shell:",
-            shell.rc()
-        )?;
-        writeln!(out, "  {}", shell.line(&invocation_name(&me), custom))?;
+        if shell.rc_sources_init() {
+            writeln!(out, "{} already runs `claude-shim init`.", shell.rc())?;
+        } else {
+            writeln!(
+                out,
+                "\nAdd this line to {}, then open a new shell:",
+                shell.rc()
+            )?;
+            writeln!(out, "  {}", shell.line(&invocation_name(&me), custom))?;
+        }
         Ok(())
     }
 }
@@ -217,6 +221,18 @@ impl RcShell {
             RcShell::Zsh => "~/.zshrc",
             RcShell::Fish => "~/.config/fish/config.fish",
         }
+    }
+
+    /// Whether the rc file already has a line running `claude-shim … init`.
+    pub fn rc_sources_init(self) -> bool {
+        let Some(home) = std::env::var_os("HOME") else {
+            return false;
+        };
+        let rc = Path::new(&home).join(self.rc().trim_start_matches("~/"));
+        std::fs::read_to_string(rc).is_ok_and(|t| {
+            t.lines()
+                .any(|l| l.contains("claude-shim") && l.contains(" init "))
+        })
     }
 
     /// The rc line that sources `init` (PATH mode).

@@ -400,7 +400,14 @@ mod tests {
         let missing = t.path().join("none.db");
         assert!(Store::open_read_only(&missing).is_err());
         assert!(!missing.exists());
-        let path = Store::open_in(t.path()).unwrap().path;
+        let store = Store::open_in(t.path()).unwrap();
+        // Into the main file: the store does not checkpoint on close.
+        store
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        let path = store.path.clone();
+        drop(store);
         let h = Store::open_read_only(&path).unwrap().health().unwrap();
         assert_eq!(h.quick_check, "ok");
         assert_eq!(h.schema_version, h.schema_expected);
