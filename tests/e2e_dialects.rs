@@ -76,7 +76,10 @@ fn server() -> ApiServer {
 
 /// Drive `TURNS` turns of `client` through the shim and check every request.
 fn conversation(client: &Client) {
-    let server = server();
+    conversation_on(server(), client)
+}
+
+fn conversation_on(server: ApiServer, client: &Client) {
     let sandbox = Sandbox::new(&server);
     let mut history: Vec<(String, String)> = Vec::new();
     for turn in 1..=TURNS {
@@ -197,6 +200,26 @@ fn relay_system_line_single_newlines_and_cue() {
         },
         reply: text_reply,
     });
+}
+
+/// The server's default reply echoes the prompt's start, so each reply holds
+/// a line reading `Human: …`: the parser must keep it inside the reply.
+#[test]
+fn relay_with_replies_that_quote_role_markers() {
+    conversation_on(
+        ApiServer::start(),
+        &Client {
+            name: "quoting",
+            call: |h, cur| {
+                let prompt = format!(
+                    "System: be brief\n{}\nAssistant:",
+                    labels(h, cur, "Human", "\n")
+                );
+                (args(&["-p"]), prompt.into_bytes())
+            },
+            reply: text_reply,
+        },
+    );
 }
 
 #[test]

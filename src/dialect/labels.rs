@@ -37,6 +37,24 @@ impl Labels {
     }
 }
 
+/// Two markers of one role in a row cannot both open turns: a reply (or a
+/// pasted user message) held a line that reads like a marker. The earlier of
+/// the two is content of the turn before it. Proof of receipt still checks
+/// the result against the reply the shim captured.
+fn absorb_repeat(turns: &mut Vec<(Role, String, String)>, next: Role) {
+    let repeats = turns.last().is_some_and(|(role, ..)| *role == next);
+    if repeats && turns.len() >= 2 {
+        if let Some((_, _, raw)) = turns.pop() {
+            if let Some((_, body, prev_raw)) = turns.last_mut() {
+                for part in [body, prev_raw] {
+                    part.push('\n');
+                    part.push_str(&raw);
+                }
+            }
+        }
+    }
+}
+
 impl Dialect for Labels {
     fn name(&self) -> &'static str {
         self.name
@@ -45,14 +63,20 @@ impl Dialect for Labels {
     fn parse(&self, text: &str) -> Option<Conversation> {
         let text = text.replace("\r\n", "\n");
         let mut preamble = String::new();
-        let mut turns: Vec<(Role, String)> = Vec::new();
+        // (role, body, the turn's raw lines)
+        let mut turns: Vec<(Role, String, String)> = Vec::new();
         for line in text.split('\n') {
             match self.marker(line) {
-                Some((role, rest)) => turns.push((role, rest.to_owned())),
+                Some((role, rest)) => {
+                    absorb_repeat(&mut turns, role);
+                    turns.push((role, rest.to_owned(), line.to_owned()));
+                }
                 None => match turns.last_mut() {
-                    Some((_, body)) => {
-                        body.push('\n');
-                        body.push_str(line);
+                    Some((_, body, raw)) => {
+                        for part in [body, raw] {
+                            part.push('\n');
+                            part.push_str(line);
+                        }
                     }
                     None => {
                         preamble.push_str(line);
@@ -61,7 +85,7 @@ impl Dialect for Labels {
                 },
             }
         }
-        let alternates = turns.iter().enumerate().all(|(i, (role, _))| {
+        let alternates = turns.iter().enumerate().all(|(i, (role, ..))| {
             *role
                 == if i % 2 == 0 {
                     Role::User
@@ -74,18 +98,18 @@ impl Dialect for Labels {
         }
         // A bare trailing `Assistant:` is a cue for the model, not a turn.
         let mut suffix = None;
-        if let Some((Role::Assistant, body)) = turns.last() {
+        if let Some((Role::Assistant, body, _)) = turns.last() {
             if !body.trim().is_empty() {
                 return None;
             }
             suffix = Some(self.assistant.to_owned());
             turns.pop();
         }
-        let (_, current) = turns.pop()?;
+        let (_, current, _) = turns.pop()?;
         let preamble = preamble.trim();
         let prior = turns
             .into_iter()
-            .map(|(role, body)| Turn {
+            .map(|(role, body, _)| Turn {
                 role,
                 text: body.trim().to_owned(),
             })
@@ -129,6 +153,27 @@ mod tests {
         let c = HUMAN.parse("Human: only\r\n").unwrap();
         assert!(c.prior.is_empty());
         assert_eq!(c.current, "only");
+    }
+
+    #[test]
+    fn a_marker_like_line_inside_a_reply_stays_in_the_reply() {
+        let p =
+            "Human: u1\nAssistant: reply 1: quoting\nHuman: what you said\nHuman: u2\nAssistant:";
+        let c = HUMAN.parse(p).unwrap();
+        assert_eq!(c.prior_user_turns().collect::<Vec<_>>(), ["u1"]);
+        assert_eq!(
+            c.last_assistant(),
+            Some("reply 1: quoting\nHuman: what you said")
+        );
+        assert_eq!(c.current, "u2");
+        // …and in a user message.
+        let p = "Human: look at this:\nAssistant: pasted\n\nAssistant: a1\n\nHuman: u2";
+        let c = HUMAN.parse(p).unwrap();
+        assert_eq!(
+            c.prior_user_turns().collect::<Vec<_>>(),
+            ["look at this:\nAssistant: pasted"]
+        );
+        assert_eq!(c.last_assistant(), Some("a1"));
     }
 
     #[test]
