@@ -1,151 +1,825 @@
-//! Token economics: an N-turn conversation through the REAL Claude Code CLI
+//! Token economics: N-turn conversations through the REAL Claude Code CLI
 //! against the loopback Messages-API server (which models prompt caching on
-//! the exact request bytes), three ways, side by side:
+//! the exact request bytes: plain 1×, cache writes 1.25×, cache reads 0.1×),
+//! in several client dialects, three ways side by side:
 //!
 //! - replay: the client re-sends the whole transcript each turn, no shim (today);
-//! - shim:   the same client, with the shim on PATH;
-//! - native: a client that resumes its session itself and sends only the new
-//!   message (the limit).
+//! - shim:   the same client, byte for byte, with the shim on PATH;
+//! - native: a client that resumes its session itself (`--session-id`, then
+//!   `--resume`) and sends only the new message (the limit).
 //!
-//! Prints per-turn and total billed-equivalent input tokens
-//! (plain + 1.25 × cache writes + 0.1 × cache reads) and the ratios, and writes
-//! `target/bench-cost.csv`. `BENCH_TURNS` sets N (default 12).
-//! Run: `.ci/install-cli && cargo bench --bench cost`.
+//! Prints per-turn and total figures per dialect and a summary, writes
+//! `docs/bench/cost.csv` (every turn, way and dialect: request bytes, plain
+//! input, cache writes, cache reads, billed-equivalent input tokens) and
+//! `docs/bench/cost.svg` (billed-equivalent per turn, one panel per dialect).
+//!
+//! Run: `.ci/install-cli && cargo bench --bench cost`
+//!
+//! - `BENCH_TURNS` — turns per conversation (default 30);
+//! - `BENCH_DIALECTS` — comma-separated names (default: the four below; `all`
+//!   adds the other renderings of `tests/e2e_dialects.rs`);
+//! - `BENCH_JOBS` — conversations run at once (default 3: the three ways of
+//!   one dialect; figures do not depend on it, each way has its own server);
+//! - `BENCH_OUT` — output directory (default `docs/bench`);
+//! - `BENCH_DUMP` — a directory to write every request body into.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::{run, ApiServer, LoggedRequest, Sandbox};
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+use support::{describe, run, ApiServer, LoggedRequest, Sandbox};
 
 const REPLY_BYTES: usize = 1500;
+const USER_BYTES: usize = 300;
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Debug)]
 enum Way {
     Replay,
     Shim,
     Native,
 }
 
-/// A ~300-byte user message.
+const WAYS: [Way; 3] = [Way::Replay, Way::Shim, Way::Native];
+
+impl Way {
+    fn name(self) -> &'static str {
+        match self {
+            Way::Replay => "replay",
+            Way::Shim => "shim",
+            Way::Native => "native",
+        }
+    }
+}
+
+/// Prior (user, reply) pairs and the new user message → (argv, stdin).
+type Render = fn(&[(String, String)], &str) -> (Vec<String>, Vec<u8>);
+
+/// How one client renders a turn (the renderings of `tests/e2e_dialects.rs`).
+struct Dialect {
+    name: &'static str,
+    what: &'static str,
+    render: Render,
+    /// How a native client sends only the new message (same flags, same channel).
+    native: fn(&str) -> (Vec<String>, Vec<u8>),
+    reply: fn(&[u8]) -> String,
+}
+
+fn text_reply(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).trim().to_owned()
+}
+
+/// The final `result` of stream-json output.
+fn result_reply(out: &[u8]) -> String {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .and_then(|v| v["result"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("no result event in {}", String::from_utf8_lossy(out)))
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn labels(history: &[(String, String)], cur: &str, user: &str, join: &str) -> String {
+    let mut parts = Vec::new();
+    for (u, a) in history {
+        parts.push(format!("{user}: {u}"));
+        parts.push(format!("Assistant: {a}"));
+    }
+    parts.push(format!("{user}: {cur}"));
+    parts.join(join)
+}
+
+fn user_line(text: &str, role: &str) -> String {
+    json!({"type": "user", "message": {"role": role, "content": [{"type": "text", "text": text}]}})
+        .to_string()
+}
+
+const LANGCHAIN_ARGS: &[&str] = &["-p", "--output-format", "stream-json", "--verbose"];
+const STREAM_IN_ARGS: &[&str] = &[
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--include-partial-messages",
+    "--permission-mode",
+    "default",
+];
+const CLINE_ARGS: &[&str] = &[
+    "--system-prompt",
+    "You are Cline.",
+    "--verbose",
+    "--output-format",
+    "stream-json",
+    "--disallowedTools",
+    "Bash",
+    "Edit",
+    "--max-turns",
+    "1",
+    "--model",
+    "claude-sonnet-4-5",
+    "-p",
+];
+const LINES_ARGS: &[&str] = &[
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+];
+
+fn open_design(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
+    let mut msgs = Vec::new();
+    for (u, a) in h {
+        msgs.push(format!("## user\n{u}"));
+        msgs.push(format!("## assistant\n{a}"));
+    }
+    msgs.push(format!("## user\n{cur}"));
+    let payload = format!(
+        "# Instructions (read first)\n\nYou design pages.\n\n---\n\nUse the tokens.\n\n---\n# User request\n\n{}",
+        msgs.join("\n\n")
+    );
+    (
+        args(STREAM_IN_ARGS),
+        format!("{}\n", user_line(&payload, "user")).into_bytes(),
+    )
+}
+
+fn messages_json(h: &[(String, String)], cur: &str) -> Vec<Value> {
+    let mut msgs = Vec::new();
+    for (u, a) in h {
+        msgs.push(json!({"role": "user", "content": [{"type": "text", "text": u}]}));
+        msgs.push(json!({"role": "assistant", "content": [{"type": "text", "text": a}]}));
+    }
+    msgs.push(json!({"role": "user", "content": [{"type": "text", "text": cur}]}));
+    msgs
+}
+
+fn dialects() -> Vec<Dialect> {
+    vec![
+        Dialect {
+            name: "human",
+            what: "Human:/Assistant: on stdin, text output (OpenAI-compatible wrapper)",
+            render: |h, cur| (args(&["-p"]), labels(h, cur, "Human", "\n\n").into_bytes()),
+            native: |cur| (args(&["-p"]), cur.as_bytes().to_vec()),
+            reply: text_reply,
+        },
+        Dialect {
+            name: "langchain",
+            what: "User:/Assistant: positional, stream-json output (LangChain-style)",
+            render: |h, cur| {
+                let prompt = if h.is_empty() {
+                    cur.to_owned()
+                } else {
+                    labels(h, cur, "User", "\n\n")
+                };
+                let mut a = args(LANGCHAIN_ARGS);
+                a.extend(["--".to_owned(), prompt]);
+                (a, Vec::new())
+            },
+            native: |cur| {
+                let mut a = args(LANGCHAIN_ARGS);
+                a.extend(["--".to_owned(), cur.to_owned()]);
+                (a, Vec::new())
+            },
+            reply: result_reply,
+        },
+        Dialect {
+            name: "opendesign",
+            what: "markdown headings in one stream-json input line (Open Design)",
+            render: open_design,
+            native: |cur| {
+                (
+                    args(STREAM_IN_ARGS),
+                    format!("{}\n", user_line(cur, "user")).into_bytes(),
+                )
+            },
+            reply: result_reply,
+        },
+        Dialect {
+            name: "cline",
+            what: "JSON messages array on stdin, --system-prompt (Cline)",
+            render: |h, cur| {
+                (
+                    args(CLINE_ARGS),
+                    serde_json::to_vec(&messages_json(h, cur)).expect("json"),
+                )
+            },
+            native: |cur| (args(CLINE_ARGS), cur.as_bytes().to_vec()),
+            reply: result_reply,
+        },
+        // Not in the default set (BENCH_DIALECTS=all).
+        Dialect {
+            name: "relay",
+            what: "System: line, single-newline Human:/Assistant:, Assistant: cue",
+            render: |h, cur| {
+                let prompt = format!(
+                    "System: be brief\n{}\nAssistant:",
+                    labels(h, cur, "Human", "\n")
+                );
+                (
+                    args(&["-p", "--output-format", "text"]),
+                    prompt.into_bytes(),
+                )
+            },
+            native: |cur| {
+                (
+                    args(&["-p", "--output-format", "text"]),
+                    cur.as_bytes().to_vec(),
+                )
+            },
+            reply: text_reply,
+        },
+        Dialect {
+            name: "streamlines",
+            what: "one stream-json input line per message",
+            render: |h, cur| {
+                let mut lines = Vec::new();
+                for (u, a) in h {
+                    lines.push(user_line(u, "user"));
+                    lines.push(user_line(a, "assistant"));
+                }
+                lines.push(user_line(cur, "user"));
+                (
+                    args(LINES_ARGS),
+                    format!("{}\n", lines.join("\n")).into_bytes(),
+                )
+            },
+            native: |cur| {
+                (
+                    args(LINES_ARGS),
+                    format!("{}\n", user_line(cur, "user")).into_bytes(),
+                )
+            },
+            reply: result_reply,
+        },
+        Dialect {
+            name: "maxproxy",
+            what: "<previous_response> XML, positional (claude-max-api-proxy)",
+            render: |h, cur| {
+                let mut parts = vec!["<system>\nYou are terse.\n</system>\n".to_string()];
+                for (u, a) in h {
+                    parts.push(u.clone());
+                    parts.push(format!("<previous_response>\n{a}\n</previous_response>\n"));
+                }
+                parts.push(cur.to_owned());
+                let prompt = parts.join("\n").trim().to_owned();
+                let mut a = args(MAXPROXY_ARGS);
+                a.push(prompt);
+                (a, Vec::new())
+            },
+            native: |cur| {
+                let mut a = args(MAXPROXY_ARGS);
+                a.push(cur.to_owned());
+                (a, Vec::new())
+            },
+            reply: result_reply,
+        },
+    ]
+}
+
+const MAXPROXY_ARGS: &[&str] = &[
+    "--print",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--include-partial-messages",
+    "--model",
+    "claude-sonnet-4-5",
+];
+
+const DEFAULT_DIALECTS: [&str; 4] = ["human", "langchain", "opendesign", "cline"];
+
+/// A ~300-byte user message, one line.
 fn user_message(i: usize) -> String {
     let mut s =
         format!("Question {i}: please look at part {i} of the plan and tell me what to change.");
-    while s.len() < 300 {
+    while s.len() < USER_BYTES {
         s.push_str(" More context about the plan follows here.");
     }
     s
 }
 
-fn transcript(turns: &[(String, String)], current: &str) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for (u, a) in turns {
-        parts.push(format!("Human: {u}"));
-        parts.push(format!("Assistant: {a}"));
-    }
-    parts.push(format!("Human: {current}"));
-    parts.join("\n\n")
+/// A server whose replies stay on one line (a reply holding a line that reads
+/// like a role marker would make any label dialect ambiguous), padded to
+/// ~1.5 KB.
+fn server() -> ApiServer {
+    let server = ApiServer::start();
+    server.set_reply(|r| {
+        let echo: String = r
+            .last_user_text()
+            .unwrap_or_default()
+            .chars()
+            .take(40)
+            .collect();
+        format!("reply {}: {}", r.index, echo.replace(['\n', '\r'], " "))
+    });
+    server.set_reply_size(Some(REPLY_BYTES));
+    server
 }
 
-/// Drive one conversation; returns the main request of each turn.
-fn drive(way: Way, n: usize) -> Vec<LoggedRequest> {
-    let server = ApiServer::start();
-    server.set_reply_size(Some(REPLY_BYTES));
+struct Conversation {
+    /// The main request of each turn.
+    turns: Vec<LoggedRequest>,
+    /// Requests that were not conversation turns.
+    side: usize,
+    /// Shim only: how each turn ran (runs.kind).
+    kinds: Vec<String>,
+    secs: f64,
+}
+
+/// Drive one conversation of `n` turns.
+fn drive(d: &Dialect, way: Way, n: usize) -> Conversation {
+    let server = server();
     let sandbox = Sandbox::new(&server);
     let session = uuid::Uuid::new_v4().to_string();
     let mut history: Vec<(String, String)> = Vec::new();
+    let start = Instant::now();
     for i in 1..=n {
         let current = user_message(i);
-        let (cmd, stdin) = match way {
-            Way::Replay => (sandbox.direct(["-p"]), transcript(&history, &current)),
-            Way::Shim => (sandbox.shimmed(["-p"]), transcript(&history, &current)),
-            Way::Native if i == 1 => (
-                sandbox.direct(["-p", "--session-id", &session]),
-                current.clone(),
-            ),
-            Way::Native => (
-                sandbox.direct(["-p", "--resume", &session]),
-                current.clone(),
-            ),
+        let (argv, stdin) = match way {
+            Way::Replay | Way::Shim => (d.render)(&history, &current),
+            Way::Native if i == 1 => {
+                let (a, s) = (d.render)(&[], &current);
+                (session_flags("--session-id", &session, a), s)
+            }
+            Way::Native => {
+                let (a, s) = (d.native)(&current);
+                (session_flags("--resume", &session, a), s)
+            }
         };
-        let out = run(cmd, stdin.as_bytes());
+        let cmd = if way == Way::Shim {
+            sandbox.shimmed(&argv)
+        } else {
+            sandbox.direct(&argv)
+        };
+        let out = run(cmd, &stdin);
         assert!(
             out.status.success(),
-            "turn {i} failed: {}",
-            support::describe(&out)
+            "{} {} turn {i} failed: {}",
+            d.name,
+            way.name(),
+            describe(&out)
         );
-        let reply = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let reply = (d.reply)(&out.stdout);
+        assert!(
+            reply.starts_with(&format!("reply {i}:")),
+            "{} {} turn {i}: reply {reply:?}",
+            d.name,
+            way.name()
+        );
         history.push((current, reply));
     }
-    let main = server.main_requests();
-    assert_eq!(main.len(), n, "one request per turn");
-    main
+    let secs = start.elapsed().as_secs_f64();
+    let turns = server.main_requests();
+    assert_eq!(
+        turns.len(),
+        n,
+        "{} {}: one request per turn",
+        d.name,
+        way.name()
+    );
+    let side = server.side_requests().len();
+    if let Some(dir) = std::env::var_os("BENCH_DUMP") {
+        // Every request body, for looking into a figure.
+        let dir = PathBuf::from(dir).join(format!("{}-{}", d.name, way.name()));
+        let _ = std::fs::create_dir_all(&dir);
+        for r in server.requests() {
+            let body = serde_json::to_string_pretty(&r.body).unwrap_or_default();
+            let _ = std::fs::write(dir.join(format!("{:03}.json", r.index)), body);
+        }
+    }
+    let kinds = if way == Way::Shim {
+        run_kinds(&sandbox)
+    } else {
+        Vec::new()
+    };
+    Conversation {
+        turns,
+        side,
+        kinds,
+        secs,
+    }
+}
+
+fn session_flags(flag: &str, session: &str, argv: Vec<String>) -> Vec<String> {
+    let mut out = vec![flag.to_owned(), session.to_owned()];
+    out.extend(argv);
+    out
+}
+
+fn run_kinds(sandbox: &Sandbox) -> Vec<String> {
+    let db = rusqlite::Connection::open(sandbox.shim_home.join("shim.db")).expect("open shim.db");
+    let mut stmt = db
+        .prepare("SELECT kind FROM runs ORDER BY id")
+        .expect("runs");
+    let rows = stmt.query_map([], |r| r.get(0)).expect("runs");
+    rows.collect::<rusqlite::Result<_>>().expect("runs")
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Result3 {
+    dialect: &'static str,
+    what: &'static str,
+    ways: [Conversation; 3],
+}
+
+fn total(c: &Conversation) -> f64 {
+    c.turns.iter().map(LoggedRequest::billed_equivalent).sum()
+}
+
+fn kinds_summary(kinds: &[String]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for k in kinds {
+        match counts.iter_mut().find(|(n, _)| n == k) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((k.clone(), 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(k, c)| format!("{c} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn print_dialect(r: &Result3, n: usize) {
+    let [replay, shim, native] = &r.ways;
+    println!("\n== {} — {}", r.dialect, r.what);
+    println!(
+        "{:>4} | {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8} | {:>6} {:>6} {:>6} | {:>6} {:>6}",
+        "turn",
+        "replay",
+        "shim",
+        "native",
+        "reqB r",
+        "reqB s",
+        "reqB n",
+        "wr s",
+        "rd s",
+        "pl s",
+        "s/n",
+        "r/s"
+    );
+    for i in 0..n {
+        let (a, b, c) = (&replay.turns[i], &shim.turns[i], &native.turns[i]);
+        let (ba, bb, bc) = (
+            a.billed_equivalent(),
+            b.billed_equivalent(),
+            c.billed_equivalent(),
+        );
+        println!(
+            "{:>4} | {:>8.0} {:>8.0} {:>8.0} | {:>8} {:>8} {:>8} | {:>6} {:>6} {:>6} | {:>6.3} {:>6.2}",
+            i + 1,
+            ba,
+            bb,
+            bc,
+            a.bytes,
+            b.bytes,
+            c.bytes,
+            b.cache_write,
+            b.cache_read,
+            b.plain,
+            bb / bc,
+            ba / bb
+        );
+    }
+    let (ta, tb, tc) = (total(replay), total(shim), total(native));
+    println!(
+        "total billed-equivalent: replay {ta:.0}, shim {tb:.0}, native {tc:.0}; shim/native {:.3}×, replay/shim {:.2}×",
+        tb / tc,
+        ta / tb
+    );
+    println!(
+        "shim runs: {}; side requests r/s/n: {}/{}/{}; wall s r/s/n: {:.0}/{:.0}/{:.0}",
+        kinds_summary(&shim.kinds),
+        replay.side,
+        shim.side,
+        native.side,
+        replay.secs,
+        shim.secs,
+        native.secs
+    );
+}
+
+fn csv(results: &[Result3]) -> String {
+    let mut out = String::from(
+        "dialect,turn,way,request_bytes,plain,cache_write,cache_read,billed_equivalent\n",
+    );
+    for r in results {
+        for (way, conv) in WAYS.iter().zip(&r.ways) {
+            for (i, t) in conv.turns.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{:.1}",
+                    r.dialect,
+                    i + 1,
+                    way.name(),
+                    t.bytes,
+                    t.plain,
+                    t.cache_write,
+                    t.cache_read,
+                    t.billed_equivalent()
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A round axis maximum and tick step for values up to `max`.
+fn nice_axis(max: f64) -> (f64, f64) {
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+fn kilo(v: f64) -> String {
+    if v >= 1000.0 {
+        let k = v / 1000.0;
+        if (k - k.round()).abs() < 1e-9 {
+            format!("{k:.0}k")
+        } else {
+            format!("{k:.1}k")
+        }
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+const COLOURS: [&str; 3] = ["#d9480f", "#1c7ed6", "#2b8a3e"];
+
+/// Billed-equivalent input tokens per turn: one panel per dialect, three
+/// lines each, a shared y scale.
+fn svg(results: &[Result3], n: usize, cli_version: &str) -> String {
+    let (pw, ph) = (470.0, 250.0); // panel size
+    let (ml, mr, mt, mb) = (56.0, 14.0, 40.0, 34.0); // margins inside a panel
+    let cols = 2usize.min(results.len()).max(1);
+    let rows = results.len().div_ceil(cols);
+    let head = 58.0;
+    let (w, h) = (pw * cols as f64, head + ph * rows as f64);
+    let ymax = results
+        .iter()
+        .flat_map(|r| r.ways.iter().flat_map(|c| c.turns.iter()))
+        .map(LoggedRequest::billed_equivalent)
+        .fold(0.0, f64::max);
+    let (ytop, ystep) = nice_axis(ymax);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="Helvetica, Arial, sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r##"<rect width="{w}" height="{h}" fill="#ffffff"/>"##);
+    let _ = writeln!(
+        s,
+        r##"<text x="12" y="20" font-size="14" font-weight="bold" fill="#212529">Billed-equivalent input tokens per turn ({n}-turn conversations, Claude Code {cli_version})</text>"##
+    );
+    let mut lx = 12.0;
+    for (i, way) in WAYS.iter().enumerate() {
+        let label = match way {
+            Way::Replay => "replay the transcript (no shim)",
+            Way::Shim => "same client through the shim",
+            Way::Native => "native resume, new message only (limit)",
+        };
+        let dash = if *way == Way::Native {
+            r#" stroke-dasharray="5 4""#
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            r##"<line x1="{lx}" y1="40" x2="{}" y2="40" stroke="{}" stroke-width="2.5"{dash}/><text x="{}" y="44" fill="#212529">{label}</text>"##,
+            lx + 22.0,
+            COLOURS[i],
+            lx + 27.0,
+        );
+        lx += 27.0 + label.len() as f64 * 5.6 + 20.0;
+    }
+    for (k, r) in results.iter().enumerate() {
+        let (ox, oy) = ((k % cols) as f64 * pw, head + (k / cols) as f64 * ph);
+        let (x0, y0) = (ox + ml, oy + mt);
+        let (cw, chh) = (pw - ml - mr, ph - mt - mb);
+        let x = |turn: usize| x0 + (turn as f64 - 1.0) / ((n.max(2) - 1) as f64) * cw;
+        let y = |v: f64| y0 + chh - v / ytop * chh;
+        let tot: Vec<f64> = r.ways.iter().map(total).collect();
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{}" font-size="12" font-weight="bold" fill="#212529">{}</text>"##,
+            ox + ml,
+            oy + 16.0,
+            r.dialect
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{}" y="{}" fill="#495057">totals: replay {} · shim {} · native {}  (replay/shim {:.1}×, shim/native {:.2}×)</text>"##,
+            ox + ml,
+            oy + 30.0,
+            kilo(tot[0]),
+            kilo(tot[1]),
+            kilo(tot[2]),
+            tot[0] / tot[1],
+            tot[1] / tot[2]
+        );
+        // Grid and y ticks.
+        let mut v = 0.0;
+        while v <= ytop + 1e-9 {
+            let yy = y(v);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x0}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}" stroke="#e9ecef"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#495057">{}</text>"##,
+                x0 + cw,
+                x0 - 5.0,
+                yy + 4.0,
+                kilo(v)
+            );
+            v += ystep;
+        }
+        // x ticks.
+        let xstep = if n > 20 {
+            5
+        } else if n > 8 {
+            2
+        } else {
+            1
+        };
+        let mut t = 1;
+        while t <= n {
+            let xx = x(t);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#adb5bd"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle" fill="#495057">{t}</text>"##,
+                y0 + chh,
+                y0 + chh + 4.0,
+                y0 + chh + 16.0
+            );
+            t = if t == 1 && xstep > 1 {
+                xstep
+            } else {
+                t + xstep
+            };
+        }
+        let _ = writeln!(
+            s,
+            r##"<line x1="{x0}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#868e96"/><line x1="{x0}" y1="{y0}" x2="{x0}" y2="{:.1}" stroke="#868e96"/>"##,
+            y0 + chh,
+            x0 + cw,
+            y0 + chh,
+            y0 + chh
+        );
+        let _ = writeln!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#495057">turn</text>"##,
+            x0 + cw / 2.0,
+            y0 + chh + 29.0
+        );
+        for (i, conv) in r.ways.iter().enumerate() {
+            let pts: Vec<String> = conv
+                .turns
+                .iter()
+                .enumerate()
+                .map(|(t, req)| format!("{:.1},{:.1}", x(t + 1), y(req.billed_equivalent())))
+                .collect();
+            let dash = if WAYS[i] == Way::Native {
+                r#" stroke-dasharray="5 4""#
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                r#"<polyline fill="none" stroke="{}" stroke-width="2" stroke-linejoin="round"{dash} points="{}"/>"#,
+                COLOURS[i],
+                pts.join(" ")
+            );
+        }
+    }
+    s.push_str("</svg>\n");
+    s
 }
 
 fn main() {
-    let n: usize = std::env::var("BENCH_TURNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(12);
+    let n: usize = env_or("BENCH_TURNS", 30usize).max(1);
+    let jobs: usize = env_or("BENCH_JOBS", 3usize).max(1);
+    let wanted: Vec<String> = match std::env::var("BENCH_DIALECTS") {
+        Ok(v) if v == "all" => dialects().iter().map(|d| d.name.to_owned()).collect(),
+        Ok(v) if !v.is_empty() => v.split(',').map(|s| s.trim().to_owned()).collect(),
+        _ => DEFAULT_DIALECTS.iter().map(|s| s.to_string()).collect(),
+    };
+    let all = dialects();
+    let chosen: Vec<&Dialect> = wanted
+        .iter()
+        .map(|w| {
+            all.iter()
+                .find(|d| d.name == w)
+                .unwrap_or_else(|| panic!("unknown dialect {w:?}"))
+        })
+        .collect();
+    let out_dir = std::env::var_os("BENCH_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/bench"));
     let cli = support::RealCli::path();
-    println!("cost: {n}-turn Human:/Assistant: conversation, replies ~{REPLY_BYTES} B, user messages ~300 B");
+    let version = support::RealCli::pinned_version();
     println!(
-        "real CLI: {} ({})",
-        cli.display(),
-        support::RealCli::pinned_version()
+        "cost: {n}-turn conversations, replies ~{REPLY_BYTES} B, user messages ~{USER_BYTES} B, {} dialect(s), {jobs} at once",
+        chosen.len()
     );
-    let replay = drive(Way::Replay, n);
-    let shim = drive(Way::Shim, n);
-    let native = drive(Way::Native, n);
+    println!("real CLI: {} ({version})", cli.display());
+    println!("billed-equivalent = plain + 1.25 × cache writes + 0.1 × cache reads (input tokens, 4 B each)");
 
-    let mut csv =
-        String::from("turn,way,request_bytes,plain,cache_write,cache_read,billed_equivalent\n");
+    let started = Instant::now();
+    let mut results = Vec::new();
+    for d in &chosen {
+        let mut convs: [Option<Conversation>; 3] = [None, None, None];
+        // The ways of one dialect, `jobs` at a time.
+        for group in WAYS.chunks(jobs) {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = group
+                    .iter()
+                    .map(|&way| (way, scope.spawn(move || drive(d, way, n))))
+                    .collect();
+                for (way, h) in handles {
+                    let idx = WAYS.iter().position(|w| *w == way).expect("way");
+                    convs[idx] = Some(h.join().expect("conversation panicked"));
+                }
+            });
+        }
+        let [a, b, c] = convs.map(|c| c.expect("driven"));
+        let r = Result3 {
+            dialect: d.name,
+            what: d.what,
+            ways: [a, b, c],
+        };
+        print_dialect(&r, n);
+        results.push(r);
+    }
+
+    println!("\n== summary ({n} turns; billed-equivalent input tokens, totals)");
     println!(
-        "\n{:>4} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8} | {:>7} {:>7}",
-        "turn", "replay", "shim", "native", "req B r", "req B s", "req B n", "s/n", "r/s"
+        "{:<12} {:>10} {:>10} {:>10} {:>11} {:>10} | {:>10} {:>10} {:>10} | {:>12}",
+        "dialect",
+        "replay",
+        "shim",
+        "native",
+        "shim/native",
+        "replay/shim",
+        "last r",
+        "last s",
+        "last n",
+        "shim runs"
     );
-    let mut tot = [0.0f64; 3];
-    for i in 0..n {
-        let rows = [&replay[i], &shim[i], &native[i]];
-        for (w, r) in ["replay", "shim", "native"].iter().zip(rows) {
-            csv.push_str(&format!(
-                "{},{w},{},{},{},{},{:.1}\n",
-                i + 1,
-                r.bytes,
-                r.plain,
-                r.cache_write,
-                r.cache_read,
-                r.billed_equivalent()
-            ));
-        }
-        let b: Vec<f64> = rows.iter().map(|r| r.billed_equivalent()).collect();
-        for k in 0..3 {
-            tot[k] += b[k];
-        }
+    for r in &results {
+        let t: Vec<f64> = r.ways.iter().map(total).collect();
+        let last: Vec<f64> = r
+            .ways
+            .iter()
+            .map(|c| c.turns.last().map_or(0.0, LoggedRequest::billed_equivalent))
+            .collect();
         println!(
-            "{:>4} | {:>10.0} {:>10.0} {:>10.0} | {:>8} {:>8} {:>8} | {:>7.3} {:>7.2}",
-            i + 1,
-            b[0],
-            b[1],
-            b[2],
-            rows[0].bytes,
-            rows[1].bytes,
-            rows[2].bytes,
-            b[1] / b[2],
-            b[0] / b[1]
+            "{:<12} {:>10.0} {:>10.0} {:>10.0} {:>10.3}× {:>9.2}× | {:>10.0} {:>10.0} {:>10.0} | {}",
+            r.dialect,
+            t[0],
+            t[1],
+            t[2],
+            t[1] / t[2],
+            t[0] / t[1],
+            last[0],
+            last[1],
+            last[2],
+            kinds_summary(&r.ways[1].kinds)
         );
     }
-    println!(
-        "\ntotal billed-equivalent input tokens: replay {:.0}, shim {:.0}, native {:.0}",
-        tot[0], tot[1], tot[2]
-    );
-    println!(
-        "shim / native = {:.3}×   replay / shim = {:.2}×",
-        tot[1] / tot[2],
-        tot[0] / tot[1]
-    );
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-cost.csv");
-    match std::fs::write(&path, csv) {
-        Ok(()) => println!("wrote {}", path.display()),
-        Err(e) => eprintln!("cannot write {}: {e}", path.display()),
+    println!("elapsed: {:.0} s", started.elapsed().as_secs_f64());
+
+    if let Err(e) = std::fs::create_dir_all(&out_dir) {
+        eprintln!("cannot create {}: {e}", out_dir.display());
+        return;
+    }
+    for (name, body) in [
+        ("cost.csv", csv(&results)),
+        ("cost.svg", svg(&results, n, &version)),
+    ] {
+        let path = out_dir.join(name);
+        match std::fs::write(&path, body) {
+            Ok(()) => println!("wrote {}", path.display()),
+            Err(e) => eprintln!("cannot write {}: {e}", path.display()),
+        }
     }
 }
