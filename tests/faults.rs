@@ -1,0 +1,715 @@
+//! The fault matrix: whatever breaks around the shim — its database, its data
+//! directory, the session files, the real binary, the CLI mid-stream, the
+//! caller's end of the pipe — the caller sees what it would have seen without
+//! the shim: the same stdout, stderr and exit status (or death by the same
+//! signal). Each test runs the same turn through the shim and directly
+//! against the same fake CLI and compares (session ids masked where the shim
+//! legitimately picks its own).
+//!
+//! Not repeated here: the shim SIGKILLed mid-turn leaves no orphan child
+//! (`tests/runner.rs`: `sigkill_of_shim_leaves_no_orphan`,
+//! `sigkill_of_shim_during_startup_leaves_no_orphan`); a session file deleted
+//! between turns and a resume the real CLI refuses (`tests/e2e_resume.rs`).
+
+#[path = "fixtures/harness.rs"]
+mod harness;
+
+#[path = "fixtures/chat.rs"]
+mod chat;
+
+use chat::*;
+use harness::*;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Two turns of conversation `a` through the shim: pinned, resumable.
+fn primed(w: &World, client: Client) -> Chat {
+    let mut c = Chat::new(client);
+    say(w, &mut c, &format!("first {}", tag("a", 1)));
+    say(w, &mut c, &format!("second {}", tag("a", 2)));
+    assert_eq!(kinds(w), ["fresh", "resumed"], "{}", context(w));
+    c
+}
+
+fn third() -> String {
+    format!("third {}", tag("a", 3))
+}
+
+/// The third turn through the shim and directly; both see the whole conversation.
+#[track_caller]
+fn third_turn_is_unharmed(w: &World, c: &Chat, tweak: impl Fn(&mut Command)) -> (Ran, Ran) {
+    let (s, d) = both_chat(w, c, &third(), tweak);
+    assert!(d.status.success(), "direct run failed: {}", d.err());
+    assert_eq!(
+        c.read(&d.stdout).as_deref(),
+        Some(ack(&[tag("a", 1), tag("a", 2), tag("a", 3)]).as_str()),
+        "the fake saw the whole transcript"
+    );
+    assert_same_masked(&s, &d);
+    (s, d)
+}
+
+fn remove_db(w: &World) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(w.shim_home.join(format!("shim.db{suffix}")));
+    }
+}
+
+// ---- the database ------------------------------------------------------------------
+
+/// Garbage where the database should be: the turn runs as the caller asked,
+/// the shim notes why in errors.log and leaves the file alone.
+#[test]
+fn corrupt_db_garbage() {
+    for client in [Client::Text, Client::Stream] {
+        let w = World::new();
+        let c = primed(&w, client);
+        remove_db(&w);
+        let garbage: Vec<u8> = (0..64 * 1024).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(db_path(&w), &garbage).unwrap();
+        std::fs::set_permissions(db_path(&w), std::fs::Permissions::from_mode(0o600)).unwrap();
+        third_turn_is_unharmed(&w, &c, |_| {});
+        assert_eq!(
+            std::fs::read(db_path(&w)).unwrap(),
+            garbage,
+            "the shim rewrote the file"
+        );
+        assert!(
+            !errors_log(&w).is_empty(),
+            "the bypass is noted in errors.log"
+        );
+    }
+}
+
+/// A real database with damaged pages: opening works, reads or writes fail
+/// part-way through the turn. Still the caller's turn, unharmed.
+#[test]
+fn corrupt_db_damaged_pages() {
+    for client in [Client::Text, Client::Stream] {
+        let w = World::new();
+        let c = primed(&w, client);
+        // Fold the WAL into the file, then damage everything past page 1.
+        {
+            let db = rusqlite::Connection::open(db_path(&w)).unwrap();
+            db.pragma_update(None, "wal_checkpoint", "TRUNCATE")
+                .unwrap();
+        }
+        let mut bytes = std::fs::read(db_path(&w)).unwrap();
+        for (i, b) in bytes.iter_mut().enumerate().skip(4096) {
+            *b = (i % 253) as u8;
+        }
+        std::fs::write(db_path(&w), &bytes).unwrap();
+        third_turn_is_unharmed(&w, &c, |_| {});
+    }
+}
+
+/// Another process holds the database for 30 s. The shim waits at most a
+/// short while, then runs the turn as without it: the turn must not hang.
+fn locked_db(mode: &str) {
+    let w = World::new();
+    let c = primed(&w, Client::Stream);
+    let path = db_path(&w);
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let mode_owned = mode.to_string();
+    let locker = std::thread::spawn(move || {
+        let db = rusqlite::Connection::open(&path).unwrap();
+        if mode_owned == "exclusive-mode" {
+            // Readers are shut out too (the WAL index goes private).
+            db.pragma_update(None, "locking_mode", "EXCLUSIVE").unwrap();
+        }
+        db.execute_batch("BEGIN EXCLUSIVE; INSERT INTO runs (at, cwd, kind, bytes_in, bytes_sent) VALUES (0, 'locker', 'fresh', 0, 0);")
+            .unwrap();
+        locked_tx.send(()).unwrap();
+        let _ = done_rx.recv_timeout(Duration::from_secs(30));
+        db.execute_batch("ROLLBACK").unwrap();
+    });
+    locked_rx.recv().unwrap();
+    let (s, d) = third_turn_is_unharmed(&w, &c, |_| {});
+    let _ = done_tx.send(());
+    locker.join().unwrap();
+    let extra = s.elapsed.saturating_sub(d.elapsed);
+    eprintln!(
+        "locked ({mode}): shim {:?}, direct {:?}, extra {extra:?}",
+        s.elapsed, d.elapsed
+    );
+    assert!(
+        extra < Duration::from_millis(2500),
+        "a locked database held the turn up for {extra:?}\n{}",
+        context(&w)
+    );
+}
+
+#[test]
+fn db_locked_by_an_exclusive_transaction() {
+    locked_db("exclusive-transaction");
+}
+
+#[test]
+fn db_locked_in_exclusive_locking_mode() {
+    locked_db("exclusive-mode");
+}
+
+/// Run a command as another user (when the tests run as root, where file
+/// modes restrain nothing): `nobody`, with the whole world owned by it.
+fn as_nobody(w: &World) -> impl Fn(&mut Command) + '_ {
+    let root = nix::unistd::geteuid().is_root();
+    if root {
+        chown_tree(&w.root, 65534);
+    }
+    move |cmd: &mut Command| {
+        if root {
+            cmd.uid(65534).gid(65534);
+        }
+    }
+}
+
+fn chown_tree(path: &Path, id: u32) {
+    std::os::unix::fs::lchown(path, Some(id), Some(id)).unwrap();
+    if path.is_dir() && !path.is_symlink() {
+        for e in std::fs::read_dir(path).unwrap().flatten() {
+            chown_tree(&e.path(), id);
+        }
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// The data directory is read-only: with no database yet, with one whose WAL
+/// files are gone (they cannot be created), and with a complete one.
+#[test]
+fn data_dir_read_only() {
+    for case in ["no-db", "no-wal", "complete"] {
+        let w = World::new();
+        let c = primed(&w, Client::Text);
+        match case {
+            "no-db" => remove_db(&w),
+            "no-wal" => {
+                let db = rusqlite::Connection::open(db_path(&w)).unwrap();
+                db.pragma_update(None, "journal_mode", "DELETE").unwrap();
+                drop(db);
+                let db = rusqlite::Connection::open(db_path(&w)).unwrap();
+                db.pragma_update(None, "journal_mode", "WAL").unwrap();
+                drop(db);
+                for suffix in ["-wal", "-shm"] {
+                    let _ = std::fs::remove_file(w.shim_home.join(format!("shim.db{suffix}")));
+                }
+            }
+            _ => {}
+        }
+        let who = as_nobody(&w);
+        chmod(&w.shim_home, 0o500);
+        third_turn_is_unharmed(&w, &c, &who);
+        chmod(&w.shim_home, 0o700);
+    }
+}
+
+/// The database file is read-only (0400, still private).
+#[test]
+fn db_file_read_only() {
+    let w = World::new();
+    let c = primed(&w, Client::Stream);
+    let who = as_nobody(&w);
+    chmod(&db_path(&w), 0o400);
+    third_turn_is_unharmed(&w, &c, &who);
+}
+
+/// Writes fail as on a full disk: `ulimit -f` (RLIMIT_FSIZE) below the size
+/// the database needs, for the shim and the direct run alike. A process
+/// writing past the limit gets SIGXFSZ, whose default is to die (with a core):
+/// the shim must not die of its own database writes.
+#[test]
+fn disk_full() {
+    fn limit(bytes: u64) -> impl Fn(&mut Command) {
+        move |cmd: &mut Command| {
+            // SAFETY: setrlimit is async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = nix::libc::rlimit {
+                        rlim_cur: bytes,
+                        rlim_max: bytes,
+                    };
+                    if nix::libc::setrlimit(nix::libc::RLIMIT_FSIZE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+    }
+    for case in ["new-db", "existing-db"] {
+        for client in [Client::Text, Client::Stream] {
+            let w = World::new();
+            let c = primed(&w, client);
+            if case == "new-db" {
+                remove_db(&w);
+            }
+            // 16 KiB: the session files of the fake fit, a database does not
+            // (its WAL index alone is 32 KiB).
+            let (s, _) = third_turn_is_unharmed(&w, &c, limit(16 << 10));
+            assert_ne!(s.status.signal(), Some(Signal::SIGXFSZ as i32));
+        }
+    }
+}
+
+/// The data directory is missing (created), cannot be created, or is unset.
+#[test]
+fn data_dir_missing_or_uncreatable() {
+    let w = World::new();
+    let fresh_home = w.file("not/yet/there");
+    let mut c = Chat::new(Client::Text);
+    let mut cmd = shim(&w);
+    cmd.env("CLAUDE_SHIM_HOME", &fresh_home);
+    let input = c.prepare(&mut cmd, &format!("one {}", tag("m", 1)));
+    let ran = run(cmd, input);
+    assert!(ran.status.success(), "{}", ran.err());
+    assert_eq!(
+        std::fs::metadata(&fresh_home).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert!(fresh_home.join("shim.db").exists());
+    c.keep(&format!("one {}", tag("m", 1)), &ran);
+
+    std::fs::write(w.file("a-file"), "x").unwrap();
+    let c2 = primed(&w, Client::Stream);
+    for (name, home) in [
+        ("under a file", w.file("a-file/shim")),
+        ("in /proc", "/proc/claude-shim-test".into()),
+    ] {
+        let (s, d) = both_chat(&w, &c2, &third(), |cmd| {
+            cmd.env("CLAUDE_SHIM_HOME", &home);
+        });
+        assert_same_masked(&s, &d);
+        assert!(s.status.success(), "{name}");
+    }
+    // No HOME at all (the fake finds its config through CLAUDE_CONFIG_DIR).
+    let (s, d) = both_chat(&w, &c2, &third(), |cmd| {
+        cmd.env_remove("HOME")
+            .env_remove("CLAUDE_SHIM_HOME")
+            .env("CLAUDE_CONFIG_DIR", w.home.join(".claude"));
+    });
+    assert_same_masked(&s, &d);
+}
+
+// ---- session files -----------------------------------------------------------------
+
+/// The session file vanishes after the shim decided to resume it and before
+/// the CLI reads it: the CLI refuses, the shim reruns fresh once, the caller
+/// sees one clean answer; the next turn resumes the fallback's session.
+#[test]
+fn session_file_deleted_between_lookup_and_run() {
+    for client in [Client::Text, Client::Stream] {
+        let w = World::new();
+        let mut c = primed(&w, client);
+        let (s, _) = third_turn_is_unharmed(&w, &c, |cmd| {
+            cmd.env("FAKE_RACE_DELETE", "1");
+        });
+        assert_eq!(
+            kinds(&w).last().map(String::as_str),
+            Some("fallback"),
+            "{}",
+            context(&w)
+        );
+        c.keep(&third(), &s);
+        let next = format!("fourth {}", tag("a", 4));
+        let ran = say(&w, &mut c, &next);
+        assert_eq!(
+            c.read(&ran.stdout).unwrap(),
+            ack(&[tag("a", 1), tag("a", 2), tag("a", 3), tag("a", 4)])
+        );
+        assert_eq!(
+            kinds(&w).last().map(String::as_str),
+            Some("resumed"),
+            "{}",
+            context(&w)
+        );
+    }
+}
+
+/// The session file's last line is torn (a crash mid-write).
+#[test]
+fn session_file_truncated_mid_line() {
+    for client in [Client::Text, Client::Stream] {
+        let w = World::new();
+        let c = primed(&w, client);
+        let (session, _, _) = pins(&w).pop().unwrap();
+        let file = session_file(&w.home, &session).unwrap();
+        let bytes = std::fs::read(&file).unwrap();
+        std::fs::write(&file, &bytes[..bytes.len() - 40]).unwrap();
+        third_turn_is_unharmed(&w, &c, |_| {});
+    }
+}
+
+// ---- the real binary ---------------------------------------------------------------
+
+/// What `sh` says about running `path`: (exit code, stdout empty).
+fn shell_exit(path: &Path) -> i32 {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("\"$0\" -p hello")
+        .arg(path)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    out.status.code().unwrap()
+}
+
+/// The real binary is missing, not executable, or unstartable: the caller gets
+/// the exit status a shell gives for the same (127 not found, 126 cannot
+/// execute), a message on stderr, nothing on stdout.
+#[test]
+fn real_binary_missing_or_not_executable() {
+    let w = World::new();
+    let missing = w.file("no-such-claude");
+    let not_exec = w.file("not-executable");
+    std::fs::write(&not_exec, "#!/bin/sh\necho hi\n").unwrap();
+    chmod(&not_exec, 0o644);
+    let bad_interp = w.file("bad-interpreter");
+    std::fs::write(&bad_interp, "#!/nonexistent/interpreter\n").unwrap();
+    chmod(&bad_interp, 0o755);
+    let mut problems = Vec::new();
+    for (name, real) in [
+        ("missing", &missing),
+        ("not executable", &not_exec),
+        ("bad interpreter", &bad_interp),
+    ] {
+        let want = shell_exit(real);
+        for args in [&["-p", "hello"][..], &["--version"][..]] {
+            let mut cmd = w.shim();
+            cmd.env("CLAUDE_SHIM_REAL", real).args(args);
+            let ran = run(cmd, Input::Null);
+            if ran.how() != (Some(want), None) || !ran.stdout.is_empty() || ran.stderr.is_empty() {
+                problems.push(format!(
+                    "{name} {args:?}: shim {:?} stderr {:?}; sh exits {want}",
+                    ran.status,
+                    ran.err()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// The binary vanishes after the shim cached its capabilities (an upgrade in
+/// progress): 127 like a shell, and the store stays usable.
+#[test]
+fn real_binary_removed_after_probe() {
+    let w = World::new();
+    let real = w.file("claude-real");
+    std::fs::copy(FAKE_SESSION, &real).unwrap();
+    chmod(&real, 0o755);
+    let mut c = Chat::new(Client::Text);
+    let mut cmd = w.shim();
+    cmd.env("CLAUDE_SHIM_REAL", &real);
+    let first = format!("one {}", tag("r", 1));
+    let input = c.prepare(&mut cmd, &first);
+    let ran = run(cmd, input);
+    assert!(ran.status.success(), "{}", ran.err());
+    c.keep(&first, &ran);
+    std::fs::remove_file(&real).unwrap();
+    let mut cmd = w.shim();
+    cmd.env("CLAUDE_SHIM_REAL", &real);
+    let input = c.prepare(&mut cmd, &format!("two {}", tag("r", 2)));
+    let ran = run(cmd, input);
+    assert_eq!(ran.how(), (Some(127), None), "{}", ran.err());
+    assert!(ran.stdout.is_empty());
+    std::fs::copy(FAKE_SESSION, &real).unwrap();
+    chmod(&real, 0o755);
+    let mut cmd = w.shim();
+    cmd.env("CLAUDE_SHIM_REAL", &real);
+    let input = c.prepare(&mut cmd, &format!("two {}", tag("r", 2)));
+    let ran = run(cmd, input);
+    assert!(ran.status.success(), "{}", ran.err());
+    assert_eq!(
+        c.read(&ran.stdout).unwrap(),
+        ack(&[tag("r", 1), tag("r", 2)])
+    );
+}
+
+// ---- the CLI dies ------------------------------------------------------------------
+
+/// The CLI is killed mid-stream (after its init event, after its reply): the
+/// shim ends as the child did, with the same partial output, and pins nothing.
+#[test]
+fn cli_killed_mid_stream_pins_nothing() {
+    for (stage, sig) in [("init", "KILL"), ("reply", "TERM"), ("start", "HUP")] {
+        for third_is_resume in [false, true] {
+            let w = World::new();
+            let c = if third_is_resume {
+                primed(&w, Client::Stream)
+            } else {
+                let mut c = Chat::new(Client::Stream);
+                c.history = vec![
+                    (format!("first {}", tag("a", 1)), "ack a.1".into()),
+                    (format!("second {}", tag("a", 2)), "ack a.1,a.2".into()),
+                ];
+                c
+            };
+            let pins_before = pins(&w);
+            let die = format!("{stage}:{sig}");
+            let (s, d) = both_chat(&w, &c, &third(), |cmd| {
+                cmd.env("FAKE_DIE", &die);
+            });
+            assert!(d.status.signal().is_some(), "the fake died: {:?}", d.status);
+            assert_same_masked(&s, &d);
+            assert_eq!(pins(&w), pins_before, "{die}: a killed run was pinned");
+            let last = runs(&w).pop().unwrap();
+            assert!(
+                last.2 < 0,
+                "{die}: the run is logged as a signal death: {last:?}"
+            );
+        }
+    }
+}
+
+/// A caller's SIGTERM while a resume attempt has printed nothing yet (the
+/// shim holds output until the CLI accepts the session): the shim must end by
+/// it like the CLI would, not take the CLI's death for a refused resume and
+/// start the turn over.
+#[test]
+fn caller_signal_during_a_resume_attempt_is_not_a_refusal() {
+    // The CLI dies by the signal, or handles it and exits 143.
+    for (client, term_exit) in [
+        (Client::Text, None),
+        (Client::Stream, None),
+        (Client::Text, Some(143)),
+        (Client::Stream, Some(143)),
+    ] {
+        let w = World::new();
+        let c = primed(&w, client);
+        let starts = w.file("starts");
+        let mut cmd = shim(&w);
+        cmd.env("FAKE_STARTS", &starts).env("FAKE_START_DELAY", "5");
+        if let Some(code) = term_exit {
+            cmd.env("FAKE_TERM_EXIT", code.to_string());
+        }
+        let input = c.prepare(&mut cmd, &third());
+        let stdin = match input {
+            Input::Bytes(b) => {
+                cmd.stdin(Stdio::piped());
+                Some(b)
+            }
+            Input::Null => {
+                cmd.stdin(Stdio::null());
+                None
+            }
+        };
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        if let Some(b) = stdin {
+            use std::io::Write;
+            let mut pipe = child.stdin.take().unwrap();
+            pipe.write_all(&b).unwrap();
+        }
+        let out = reader(child.stdout.take());
+        let err = reader(child.stderr.take());
+        eventually(Duration::from_secs(10), "the CLI started", || {
+            std::fs::read_to_string(&starts)
+                .ok()
+                .filter(|s| !s.is_empty())
+        });
+        kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+        let status = wait_timeout(&mut child, Duration::from_secs(20)).expect("the shim ended");
+        let (out, err) = (out.join().unwrap(), err.join().unwrap());
+        let started = std::fs::read_to_string(&starts).unwrap().lines().count();
+        let want = match term_exit {
+            None => (None, Some(15)),
+            Some(code) => (Some(code), None),
+        };
+        assert_eq!(
+            ((status.code(), status.signal()), started, out.len(), err.len()),
+            (want, 1, 0, 0),
+            "{client:?}, {term_exit:?}: status {status:?}, CLI started {started} times, stdout {:?}\n{}",
+            String::from_utf8_lossy(&out),
+            context(&w)
+        );
+        assert_eq!(pins(&w).len(), 2, "nothing new pinned");
+    }
+}
+
+/// The shim SIGKILLed during an in-place resume leaves its lease behind; the
+/// next turn from the same node still resumes in place (a dead holder's lease
+/// is taken over), and the answer is complete.
+#[test]
+fn lease_of_a_killed_shim_is_taken_over() {
+    let w = World::new();
+    let mut c = primed(&w, Client::Stream);
+    let starts = w.file("starts");
+    let mut cmd = shim(&w);
+    cmd.env("FAKE_STARTS", &starts)
+        .env("FAKE_START_DELAY", "30");
+    let input = c.prepare(&mut cmd, &third());
+    assert!(matches!(input, Input::Null));
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid: i32 = eventually(Duration::from_secs(10), "the CLI started", || {
+        std::fs::read_to_string(&starts).ok()?.trim().parse().ok()
+    });
+    let leased = heads(&w).iter().any(|h| h.2 == Some(child.id() as i64));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    eventually(Duration::from_secs(5), "the CLI gone", || {
+        (!alive(pid)).then_some(())
+    });
+    assert!(leased, "the in-place resume held a lease: {:?}", heads(&w));
+    let ran = say(&w, &mut c, &third());
+    assert_eq!(
+        c.read(&ran.stdout).unwrap(),
+        ack(&[tag("a", 1), tag("a", 2), tag("a", 3)])
+    );
+    assert_eq!(
+        kinds(&w),
+        ["fresh", "resumed", "resumed"],
+        "{}",
+        context(&w)
+    );
+    assert!(
+        heads(&w).iter().all(|h| h.2.is_none()),
+        "no lease left: {:?}",
+        heads(&w)
+    );
+}
+
+// ---- the caller goes away ----------------------------------------------------------
+
+/// The caller reads 10 bytes and closes its end (`claude -p … | head -c 10`).
+/// Returns (status, stderr).
+fn read_ten_and_close(mut cmd: Command, stdin: Input) -> (std::process::ExitStatus, Vec<u8>) {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let bytes = match stdin {
+        Input::Bytes(b) => {
+            cmd.stdin(Stdio::piped());
+            Some(b)
+        }
+        Input::Null => {
+            cmd.stdin(Stdio::null());
+            None
+        }
+    };
+    let mut child = cmd.spawn().unwrap();
+    if let Some(b) = bytes {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(&b).unwrap();
+    }
+    let err = reader(child.stderr.take());
+    let mut out = child.stdout.take().unwrap();
+    let mut ten = [0u8; 10];
+    out.read_exact(&mut ten).unwrap();
+    drop(out);
+    let status = wait_timeout(&mut child, Duration::from_secs(60)).expect("it ends");
+    (status, err.join().unwrap())
+}
+
+/// EPIPE: a CLI that dies by SIGPIPE, and one that reports the error and
+/// exits 1 (Python ignores SIGPIPE, as Node does): the shim ends the same way
+/// and says nothing itself.
+#[test]
+fn caller_closing_stdout_early() {
+    for env in [("FAKE_FLOOD", "50000000"), ("FAKE_BYTES", "50000000")] {
+        let w = World::new();
+        let run_one = |mut cmd: Command| {
+            cmd.args(["-p", "hello"]).env(env.0, env.1);
+            read_ten_and_close(cmd, Input::Null)
+        };
+        let (ss, se) = run_one(w.shim());
+        let (ds, de) = run_one(w.direct());
+        assert_eq!(
+            (ss.code(), ss.signal()),
+            (ds.code(), ds.signal()),
+            "{env:?}: shim stderr {}",
+            String::from_utf8_lossy(&se)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&se),
+            String::from_utf8_lossy(&de),
+            "{env:?}"
+        );
+    }
+}
+
+/// The same on a resumed turn, whose output the shim holds until the CLI
+/// accepts the session (stream-json: the init event; text: the exit).
+#[test]
+fn caller_closing_stdout_early_on_a_resumed_turn() {
+    for client in [Client::Stream, Client::Text] {
+        let w = World::new();
+        let c = primed(&w, client);
+        let go = |mut cmd: Command| {
+            cmd.env("FAKE_REPLY_PAD", "20000000");
+            let input = c.prepare(&mut cmd, &third());
+            read_ten_and_close(cmd, input)
+        };
+        let (ss, se) = go(shim(&w));
+        let (ds, de) = go(direct(&w));
+        assert_eq!(
+            (ss.code(), ss.signal()),
+            (ds.code(), ds.signal()),
+            "{client:?}: shim stderr {}\ndirect stderr {}",
+            String::from_utf8_lossy(&se),
+            String::from_utf8_lossy(&de)
+        );
+        assert_eq!(mask_uuids(&se), mask_uuids(&de), "{client:?}");
+    }
+}
+
+/// The shim ignores SIGXFSZ for its own writes; the CLI must still get the
+/// caller's dispositions and mask, managed or passed through, whether the
+/// caller left SIGXFSZ at its default or ignored it.
+#[test]
+fn signal_dispositions_reach_the_cli_unchanged() {
+    for caller_ignores in [false, true] {
+        for args in [&["-p", "hello"][..], &["--version"][..]] {
+            let w = World::new();
+            let env = [("FAKE_SIGNALS", "1"), ("FAKE_ON_VERSION", "1")];
+            let mut s = w.shim();
+            let mut d = w.direct();
+            for cmd in [&mut s, &mut d] {
+                cmd.args(args).envs(env);
+                if caller_ignores {
+                    // SAFETY: signal() is async-signal-safe.
+                    unsafe {
+                        cmd.pre_exec(|| {
+                            nix::libc::signal(nix::libc::SIGXFSZ, nix::libc::SIG_IGN);
+                            Ok(())
+                        });
+                    }
+                }
+            }
+            let (s, d) = (run(s, Input::Null), run(d, Input::Null));
+            assert!(d.out().contains("SigIgn"), "{}", d.out());
+            assert_eq!(s.how(), d.how());
+            assert_eq!(
+                standard_signals(&s.out()),
+                standard_signals(&d.out()),
+                "ignored {caller_ignores}, {args:?}\nshim:   {}direct: {}",
+                s.out(),
+                d.out()
+            );
+        }
+    }
+}
+
+/// The masks with signals 1..=31 only: glibc claims 32 and 33 (SIGCANCEL,
+/// SIGSETXID) for itself in every process that links it, the shim included.
+fn standard_signals(masks: &str) -> Vec<(String, u64)> {
+    masks
+        .lines()
+        .filter_map(|l| l.split_once(":\t"))
+        .map(|(k, v)| {
+            let bits = u64::from_str_radix(v.trim(), 16).unwrap();
+            (k.to_string(), bits & 0x7fff_ffff)
+        })
+        .collect()
+}
