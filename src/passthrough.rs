@@ -8,7 +8,8 @@ use std::process::Command;
 
 /// Never returns unless exec failed; then the caller reports it.
 pub fn exec(real: &Path, args: &[OsString], guard: &str) -> std::io::Error {
-    // std resets SIGPIPE and the signal mask in the new image.
+    // std resets SIGPIPE and the signal mask in the new image; SIGXFSZ is ours.
+    crate::runner::signals::restore_file_size_limit();
     Command::new(real)
         .args(args)
         .env(crate::env::GUARD, guard)

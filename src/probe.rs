@@ -39,6 +39,7 @@ fn output(real: &Path, flag: &str, guard: &str) -> Option<String> {
     // SAFETY: prctl is async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
+            crate::runner::signals::restore_file_size_limit();
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
             Ok(())
         });

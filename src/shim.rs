@@ -21,8 +21,14 @@ pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
         Ok(real) => real,
         Err(e) => {
             eprintln!("claude-shim: {e}");
-            let looping = matches!(e, locate::LocateError::OverrideIsShim(_));
-            std::process::exit(if looping { 126 } else { 127 })
+            // As a shell: 127 for nothing there, 126 for something that
+            // cannot be executed (or a loop).
+            let cannot_exec = match e {
+                locate::LocateError::OverrideIsShim(_) => true,
+                locate::LocateError::BadOverride(_) => env::real().is_some_and(|p| p.exists()),
+                locate::LocateError::NotFound => false,
+            };
+            std::process::exit(if cannot_exec { 126 } else { 127 })
         }
     };
     match invocation::classify(&args, env::bypass()) {

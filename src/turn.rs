@@ -14,6 +14,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> ! {
+    runner::signals::ignore_file_size_limit();
     let child = ChildPid::default();
     if let Err(e) = runner::prepare_signals(&child) {
         error!("signal setup failed ({e}); passing through");
@@ -65,7 +66,7 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
     let (plan_args, plan_stdin, sent) = attempt(&decision, &args, &prompt, &original);
     let resuming = matches!(decision.plan, Plan::Resume { .. });
     let first = spawn(plan_args, plan_stdin, resuming);
-    let (finished, kind) = if resuming && !first.released() && !succeeded(&first) {
+    let (finished, kind) = if resuming && !first.released() && may_be_refusal(&first, &child) {
         // Refused before the caller saw anything: forget it, run fresh once.
         first.discard();
         child.between();
@@ -102,6 +103,13 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
 /// A run that may be pinned: exit 0 and no error result.
 fn succeeded(f: &Finished) -> bool {
     f.exit.success() && !f.observation.is_error_result()
+}
+
+/// A failed resume attempt the CLI may have refused: it ended by itself with
+/// an error. A death by signal, or any end after the caller signalled it, is
+/// a stop the caller (or the system) asked for; rerunning would undo it.
+fn may_be_refusal(f: &Finished, child: &ChildPid) -> bool {
+    !succeeded(f) && matches!(f.exit, runner::Exit::Code(_)) && !child.signalled()
 }
 
 /// argv, stdin and prompt size sent for the decided plan.

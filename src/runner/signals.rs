@@ -3,7 +3,7 @@
 
 use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 /// Signals relayed to the child. SIGINT is special-cased (see `forward_int`).
@@ -33,18 +33,42 @@ pub fn block() -> nix::Result<()> {
 }
 
 /// In the child between fork and exec: the caller's dispositions, not ours.
-/// Rust ignores SIGPIPE at start-up and we block the forwarded set; neither
-/// may leak into the real CLI.
+/// Rust ignores SIGPIPE at start-up, a managed turn ignores SIGXFSZ and we
+/// block the forwarded set; none of it may leak into the real CLI.
 pub fn reset_for_child() -> nix::Result<()> {
     // SAFETY: setting SIG_DFL installs no Rust handler.
     unsafe { signal::signal(Signal::SIGPIPE, SigHandler::SigDfl) }?;
+    restore_file_size_limit();
     signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)
 }
 
+/// SIGXFSZ was set to ignored by us (not by the caller).
+static XFSZ_IGNORED_BY_US: AtomicBool = AtomicBool::new(false);
+
+/// A write past `ulimit -f` (RLIMIT_FSIZE) kills the writer by default. The
+/// shim's own writes (database, errors.log) must fail with EFBIG instead, so
+/// the turn runs as without the shim rather than the shim dying of SIGXFSZ.
+pub fn ignore_file_size_limit() {
+    // SAFETY: SIG_IGN installs no handler.
+    if let Ok(old) = unsafe { signal::signal(Signal::SIGXFSZ, SigHandler::SigIgn) } {
+        XFSZ_IGNORED_BY_US.store(old != SigHandler::SigIgn, Ordering::SeqCst);
+    }
+}
+
+/// Give SIGXFSZ back its default if we were the ones ignoring it (before an
+/// exec: an ignored signal stays ignored in the new image). Async-signal-safe.
+pub fn restore_file_size_limit() {
+    if XFSZ_IGNORED_BY_US.load(Ordering::SeqCst) {
+        // SAFETY: setting SIG_DFL installs no Rust handler.
+        let _ = unsafe { signal::signal(Signal::SIGXFSZ, SigHandler::SigDfl) };
+    }
+}
+
 /// The child as the relay sees it: not started yet (0), running (its pid),
-/// or reaped (-1, so nothing is sent to a recycled pid).
+/// or reaped (-1, so nothing is sent to a recycled pid); and whether the
+/// caller signalled it while it ran.
 #[derive(Clone, Default)]
-pub struct ChildPid(Arc<AtomicI32>);
+pub struct ChildPid(Arc<AtomicI32>, Arc<AtomicBool>);
 
 enum Child {
     NotYet,
@@ -64,6 +88,11 @@ impl ChildPid {
     pub fn between(&self) {
         self.0.store(0, Ordering::SeqCst)
     }
+    /// Whether a signal meant to stop the child (anything but SIGWINCH)
+    /// arrived while it ran, forwarded or delivered by the terminal.
+    pub fn signalled(&self) -> bool {
+        self.1.load(Ordering::SeqCst)
+    }
     fn get(&self) -> Child {
         match self.0.load(Ordering::SeqCst) {
             0 => Child::NotYet,
@@ -80,6 +109,9 @@ pub fn relay(child: ChildPid) -> std::io::Result<()> {
         .spawn(move || {
             let set = forwarded_set();
             while let Ok(sig) = set.wait() {
+                if sig != Signal::SIGWINCH && matches!(child.get(), Child::Running(_)) {
+                    child.1.store(true, Ordering::SeqCst);
+                }
                 match child.get() {
                     // Nothing started yet (the shim is reading the prompt or
                     // probing): the caller meant to stop `claude`, i.e. us.

@@ -12,10 +12,15 @@ use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 pub const DB_FILE: &str = "shim.db";
+/// Management commands wait this long for another process's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// A turn waits at most this long in all for other processes' locks, then
+/// goes on without the store (see `hot_path_busy`).
+const HOT_PATH_BUDGET: Duration = Duration::from_millis(1500);
 
 pub struct Store {
     pub conn: Connection,
@@ -26,6 +31,10 @@ impl Store {
     /// Open (creating if needed) `<dir>/shim.db`: dir 0700, file 0600, WAL,
     /// busy timeout, migrations applied.
     pub fn open_in(dir: &Path) -> Result<Store> {
+        Self::open_at(dir, false)
+    }
+
+    fn open_at(dir: &Path, hot: bool) -> Result<Store> {
         ensure_private_dir(dir)?;
         let path = dir.join(DB_FILE);
         let existed = path.exists();
@@ -35,6 +44,11 @@ impl Store {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
         }
         check_private_file(&path)?;
+        if hot {
+            conn.busy_handler(Some(hot_path_busy))?;
+        } else {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+        }
         Self::setup(conn, path)
     }
 
@@ -43,14 +57,14 @@ impl Store {
         Self::setup(Connection::open_in_memory()?, PathBuf::from(":memory:"))
     }
 
-    /// The default location from the environment.
+    /// The default location from the environment, for a turn: lock waits
+    /// are bounded by [`HOT_PATH_BUDGET`] for the whole process.
     pub fn open_default() -> Result<Store> {
         let dir = crate::env::data_dir().context("no data directory (HOME unset)")?;
-        Self::open_in(&dir)
+        Self::open_at(&dir, true)
     }
 
     fn setup(conn: Connection, path: PathBuf) -> Result<Store> {
-        conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // Each run is a short-lived process: checkpointing (and fsyncing) the
@@ -69,6 +83,30 @@ impl Store {
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
+}
+
+/// Microseconds this process has spent waiting for other processes' locks.
+static WAITED_US: AtomicU64 = AtomicU64::new(0);
+
+/// SQLite's busy handler on a turn's path. Another process holding the
+/// database (a wedged `claude-shim gc`, a backup tool, a long `sqlite3`
+/// session) must not hold the caller's turn up: wait with SQLite's own
+/// back-off, but at most [`HOT_PATH_BUDGET`] over every statement of the
+/// process together; past that each busy statement fails at once and the
+/// turn goes on without the store. Contention between shims is short (each
+/// transaction is a few small writes), well inside the budget.
+fn hot_path_busy(attempt: i32) -> bool {
+    const STEPS_MS: [u64; 12] = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+    let budget = HOT_PATH_BUDGET.as_micros() as u64;
+    let waited = WAITED_US.load(Ordering::Relaxed);
+    if waited >= budget {
+        return false;
+    }
+    let step = STEPS_MS[(attempt.max(0) as usize).min(STEPS_MS.len() - 1)] * 1000;
+    let start = std::time::Instant::now();
+    std::thread::sleep(Duration::from_micros(step.min(budget - waited)));
+    WAITED_US.fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+    true
 }
 
 /// Create the data dir 0700, or check an existing one is ours and private.
