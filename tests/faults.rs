@@ -17,6 +17,8 @@ mod harness;
 #[path = "fixtures/chat.rs"]
 mod chat;
 
+mod support;
+
 use chat::*;
 use harness::*;
 use nix::sys::signal::{kill, Signal};
@@ -712,4 +714,330 @@ fn standard_signals(masks: &str) -> Vec<(String, u64)> {
             (k.to_string(), bits & 0x7fff_ffff)
         })
         .collect()
+}
+
+// ---- the real CLI ------------------------------------------------------------------
+// The same faults where only the real Claude Code CLI can tell what happens.
+
+mod real {
+    use super::chat::{ack, mask_uuids, tag};
+    use super::support::{describe, run, ApiServer, LoggedRequest, Sandbox};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Output;
+
+    /// Every `<<tag>>` in the user messages the model was sent, in order.
+    pub fn tags_seen(req: &LoggedRequest) -> Vec<String> {
+        let mut tags = Vec::new();
+        for text in req.user_texts() {
+            let mut rest = text.as_str();
+            while let Some(start) = rest.find("<<") {
+                let Some(len) = rest[start..].find(">>") else {
+                    break;
+                };
+                tags.push(rest[start..start + len + 2].to_string());
+                rest = &rest[start + len + 2..];
+            }
+        }
+        tags
+    }
+
+    /// A server whose reply names the conversation the model saw.
+    pub fn world() -> (ApiServer, Sandbox) {
+        let server = ApiServer::start();
+        server.set_reply(|req| ack(&tags_seen(req)));
+        let mut sb = Sandbox::new(&server);
+        let log = sb.root.join("shim.log");
+        sb.set_env("CLAUDE_SHIM_LOG", &log);
+        (server, sb)
+    }
+
+    /// A `Human:`/`Assistant:` client on stdin with text output.
+    pub struct Wrapper {
+        pub history: Vec<(String, String)>,
+    }
+
+    impl Wrapper {
+        pub fn prompt(&self, current: &str) -> String {
+            let mut parts = Vec::new();
+            for (u, a) in &self.history {
+                parts.push(format!("Human: {u}"));
+                parts.push(format!("Assistant: {a}"));
+            }
+            parts.push(format!("Human: {current}"));
+            parts.join("\n\n")
+        }
+
+        pub fn say(&mut self, sb: &Sandbox, current: &str) -> Output {
+            let out = run(sb.shimmed(["-p"]), self.prompt(current).as_bytes());
+            assert!(
+                out.status.success() && out.stderr.is_empty(),
+                "{}",
+                describe(&out)
+            );
+            let reply = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            self.history.push((current.to_string(), reply));
+            out
+        }
+    }
+
+    pub fn primed(sb: &Sandbox) -> Wrapper {
+        let mut c = Wrapper {
+            history: Vec::new(),
+        };
+        c.say(sb, &format!("first {}", tag("a", 1)));
+        c.say(sb, &format!("second {}", tag("a", 2)));
+        c
+    }
+
+    pub fn third() -> String {
+        format!("third {}", tag("a", 3))
+    }
+
+    pub fn whole() -> String {
+        ack(&[tag("a", 1), tag("a", 2), tag("a", 3)])
+    }
+
+    /// Through the shim and directly: same status, same bytes (session ids
+    /// masked), and both answers show the model saw the whole conversation.
+    #[track_caller]
+    pub fn assert_same(sb: &Sandbox, shim: &Output, direct: &Output) {
+        let ctx = || {
+            format!(
+                "shim:\n{}\ndirect:\n{}\nlog:\n{}",
+                describe(shim),
+                describe(direct),
+                std::fs::read_to_string(sb.root.join("shim.log")).unwrap_or_default()
+            )
+        };
+        assert_eq!(
+            (shim.status.code(), shim.status.signal()),
+            (direct.status.code(), direct.status.signal()),
+            "{}",
+            ctx()
+        );
+        assert_eq!(
+            mask_uuids(&shim.stdout),
+            mask_uuids(&direct.stdout),
+            "{}",
+            ctx()
+        );
+        assert_eq!(
+            mask_uuids(&shim.stderr),
+            mask_uuids(&direct.stderr),
+            "{}",
+            ctx()
+        );
+    }
+
+    pub fn session_of_last_turn(server: &ApiServer) -> String {
+        server
+            .last_main()
+            .and_then(|r| r.session_id())
+            .expect("a session id")
+    }
+}
+
+/// The real CLI's session file torn mid-line (a crash while it wrote), in the
+/// last record or in the head assistant record: the model must still see the
+/// whole conversation, resumed or replayed, and the caller the same answer.
+#[test]
+fn real_cli_session_file_truncated_mid_line() {
+    for cut in ["last-line", "head-assistant", "first-assistant"] {
+        let (server, sb) = real::world();
+        let c = real::primed(&sb);
+        let session = real::session_of_last_turn(&server);
+        let file = sb.session_file(&session).expect("session file");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let assistants: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.contains("\"type\":\"assistant\""))
+            .map(|(i, _)| i)
+            .collect();
+        let at = match cut {
+            "last-line" => lines.len() - 1,
+            "head-assistant" => *assistants.last().unwrap(),
+            _ => assistants[0],
+        };
+        let mut torn: String = lines[..at].concat();
+        torn.push_str(&lines[at][..lines[at].len() / 2]);
+        std::fs::write(&file, &torn).unwrap();
+
+        let prompt = c.prompt(&real::third());
+        let before = server.main_requests().len();
+        let shim = support::run(sb.shimmed(["-p"]), prompt.as_bytes());
+        let shim_requests = server.main_requests()[before..].to_vec();
+        let direct = support::run(sb.direct(["-p"]), prompt.as_bytes());
+        real::assert_same(&sb, &shim, &direct);
+        assert_eq!(
+            String::from_utf8_lossy(&direct.stdout).trim(),
+            real::whole(),
+            "{cut}"
+        );
+        let last = shim_requests
+            .last()
+            .expect("the shim's turn reached the server");
+        assert_eq!(
+            real::tags_seen(last),
+            [tag("a", 1), tag("a", 2), tag("a", 3)],
+            "{cut}: the model saw the whole conversation once: {:?}",
+            last.transcript()
+        );
+        eprintln!(
+            "torn {cut}: {} request(s), last plan/refusal {:?}",
+            shim_requests.len(),
+            std::fs::read_to_string(sb.root.join("shim.log"))
+                .unwrap_or_default()
+                .lines()
+                .rfind(|l| l.contains("plan:") || l.contains("refused"))
+        );
+    }
+}
+
+/// The session file vanishes between the shim's decision and the real CLI's
+/// start (a wrapper deletes it, then execs the CLI): the CLI refuses the
+/// resume, the shim reruns fresh, the caller gets the same answer as without
+/// the shim and no trace of the refusal.
+#[test]
+fn real_cli_session_file_deleted_between_lookup_and_run() {
+    let (server, mut sb) = real::world();
+    // The real binary is part of a conversation's identity: the wrapper runs
+    // every turn, and deletes only once armed.
+    let wrapper = sb.root.join("deleting-claude");
+    let armed = sb.root.join("armed");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n# (the shim's probe looks for --resume-session-at in the binary)\n\
+             if [ -e '{}' ] && [ \"$1\" = --resume ]; then\n\
+             rm -f \"$HOME\"/.claude/projects/*/\"$2\".jsonl\nfi\n\
+             exec '{}' \"$@\"\n",
+            armed.display(),
+            sb.real_cli.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    sb.set_env("CLAUDE_SHIM_REAL", &wrapper);
+    let c = real::primed(&sb);
+    let session = real::session_of_last_turn(&server);
+    std::fs::write(&armed, "").unwrap();
+    let prompt = c.prompt(&real::third());
+    let shim = support::run(sb.shimmed(["-p"]), prompt.as_bytes());
+    let direct = support::run(sb.direct(["-p"]), prompt.as_bytes());
+    real::assert_same(&sb, &shim, &direct);
+    assert_eq!(String::from_utf8_lossy(&shim.stdout).trim(), real::whole());
+    assert!(
+        sb.session_file(&session).is_none(),
+        "the wrapper deleted it"
+    );
+    let log = std::fs::read_to_string(sb.root.join("shim.log")).unwrap_or_default();
+    assert_eq!(log.matches("resume refused").count(), 1, "{log}");
+}
+
+/// `claude -p … | head -c 10` with the real CLI and a long reply, on a fresh
+/// and on a resumed turn: the same exit status and stderr as without the shim.
+#[test]
+fn real_cli_caller_closing_stdout_early() {
+    let (server, sb) = real::world();
+    let c = real::primed(&sb);
+    server.set_reply_size(Some(4 << 20));
+    let prompt = c.prompt(&real::third());
+    let go = |mut cmd: Command| {
+        cmd.current_dir(&sb.work);
+        let (status, err) = read_ten_and_close(cmd, Input::Bytes(prompt.clone().into_bytes()));
+        ((status.code(), status.signal()), mask_uuids(&err))
+    };
+    // The shim resumes this turn (its output is held until the CLI exits).
+    let shim_resumed = go(sb.shimmed(["-p"]));
+    let direct = go(sb.direct(["-p"]));
+    assert_eq!(shim_resumed, direct, "resumed turn");
+    // A first turn runs fresh: output streams through.
+    let fresh = |cmd: Command| {
+        let mut cmd = cmd;
+        cmd.current_dir(&sb.work);
+        let (status, err) = read_ten_and_close(
+            cmd,
+            Input::Bytes(format!("Human: hello {}", tag("b", 1)).into_bytes()),
+        );
+        ((status.code(), status.signal()), mask_uuids(&err))
+    };
+    assert_eq!(
+        fresh(sb.shimmed(["-p"])),
+        fresh(sb.direct(["-p"])),
+        "fresh turn"
+    );
+    eprintln!("real CLI, stdout closed after 10 bytes: {direct:?}");
+}
+
+/// The real CLI killed mid-stream (after its init event, while the model is
+/// answering): the shim ends by the same signal with the same partial output
+/// and pins nothing.
+#[test]
+fn real_cli_killed_mid_stream() {
+    let (server, sb) = real::world();
+    let mut c = real::primed(&sb);
+    let db = sb.shim_home.join("shim.db");
+    let count_pins = || -> i64 {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.query_row("SELECT COUNT(*) FROM pins", [], |r| r.get(0))
+            .unwrap()
+    };
+    let pins_before = count_pins();
+    server.set_latency(Duration::from_secs(20));
+    let prompt = c.prompt(&real::third());
+    let args = ["-p", "--output-format", "stream-json", "--verbose"];
+    let kill_the_cli = |cmd: Command, through_shim: bool| -> (Option<i32>, String) {
+        let mut cmd = cmd;
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(prompt.as_bytes()).unwrap();
+        }
+        let mut out = Tap::new(child.stdout.take().unwrap());
+        let err = reader(child.stderr.take());
+        out.expect(b"\"subtype\":\"init\"", Duration::from_secs(60));
+        let cli = if through_shim {
+            eventually(Duration::from_secs(10), "the CLI under the shim", || {
+                children(child.id()).into_iter().next()
+            })
+        } else {
+            child.id()
+        };
+        kill(Pid::from_raw(cli as i32), Signal::SIGKILL).unwrap();
+        let status = wait_timeout(&mut child, Duration::from_secs(30)).expect("ends");
+        let stdout = out.finish(Duration::from_secs(10));
+        let stderr = err.join().unwrap();
+        assert!(stderr.is_empty(), "{}", String::from_utf8_lossy(&stderr));
+        (status.signal(), sb.mask(&String::from_utf8_lossy(&stdout)))
+    };
+    let shim = kill_the_cli(sb.shimmed(args), true);
+    let direct = kill_the_cli(sb.direct(args), false);
+    server.set_latency(Duration::ZERO);
+    assert_eq!(direct.0, Some(9));
+    assert_eq!(shim, direct);
+    assert_eq!(count_pins(), pins_before, "a killed run was pinned");
+    // The conversation goes on: the killed turn again, resumed.
+    let out = c.say(&sb, &real::third());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), real::whole());
+}
+
+/// Child pids of `pid` (its threads' children).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(s) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(s.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+    }
+    out
 }
