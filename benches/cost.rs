@@ -21,7 +21,8 @@
 //! - `BENCH_JOBS` — conversations run at once (default 3: the three ways of
 //!   one dialect; figures do not depend on it, each way has its own server);
 //! - `BENCH_OUT` — output directory (default `docs/bench`);
-//! - `BENCH_DUMP` — a directory to write every request body into.
+//! - `BENCH_DUMP` — a directory to write every request body into;
+//! - `BENCH_REDRAW` — only redraw `cost.svg` from `cost.csv` (no runs).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -570,7 +571,53 @@ const COLOURS: [&str; 3] = ["#d9480f", "#1c7ed6", "#2b8a3e"];
 
 /// Billed-equivalent input tokens per turn: one panel per dialect, three
 /// lines each, a shared y scale.
-fn svg(results: &[Result3], n: usize, cli_version: &str) -> String {
+/// One chart panel: a dialect and its billed-equivalent tokens per turn, per way.
+struct Series {
+    name: String,
+    ways: [Vec<f64>; 3],
+}
+
+impl Series {
+    fn of(r: &Result3) -> Series {
+        let billed = |c: &Conversation| {
+            c.turns
+                .iter()
+                .map(LoggedRequest::billed_equivalent)
+                .collect()
+        };
+        Series {
+            name: r.dialect.to_owned(),
+            ways: [billed(&r.ways[0]), billed(&r.ways[1]), billed(&r.ways[2])],
+        }
+    }
+}
+
+/// The series of a CSV written by this bench (for `BENCH_REDRAW`).
+fn series_from_csv(text: &str) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (Some(name), Some(way), Some(billed)) = (f.first(), f.get(2), f.last()) else {
+            continue;
+        };
+        let Some(k) = WAYS.iter().position(|w| w.name() == *way) else {
+            continue;
+        };
+        let v: f64 = billed.parse().unwrap_or(0.0);
+        if out.last().is_none_or(|s| s.name != *name) {
+            out.push(Series {
+                name: name.to_string(),
+                ways: Default::default(),
+            });
+        }
+        if let Some(s) = out.last_mut() {
+            s.ways[k].push(v);
+        }
+    }
+    out
+}
+
+fn svg(results: &[Series], n: usize, cli_version: &str) -> String {
     let (pw, ph) = (470.0, 250.0); // panel size
     let (ml, mr, mt, mb) = (56.0, 14.0, 40.0, 34.0); // margins inside a panel
     let cols = 2usize.min(results.len()).max(1);
@@ -579,9 +626,8 @@ fn svg(results: &[Result3], n: usize, cli_version: &str) -> String {
     let (w, h) = (pw * cols as f64, head + ph * rows as f64);
     let ymax = results
         .iter()
-        .flat_map(|r| r.ways.iter().flat_map(|c| c.turns.iter()))
-        .map(LoggedRequest::billed_equivalent)
-        .fold(0.0, f64::max);
+        .flat_map(|r| r.ways.iter().flatten())
+        .fold(0.0, |a: f64, b| a.max(*b));
     let (ytop, ystep) = nice_axis(ymax);
     let mut s = String::new();
     let _ = writeln!(
@@ -620,24 +666,24 @@ fn svg(results: &[Result3], n: usize, cli_version: &str) -> String {
         let (cw, chh) = (pw - ml - mr, ph - mt - mb);
         let x = |turn: usize| x0 + (turn as f64 - 1.0) / ((n.max(2) - 1) as f64) * cw;
         let y = |v: f64| y0 + chh - v / ytop * chh;
-        let tot: Vec<f64> = r.ways.iter().map(total).collect();
+        let tot: Vec<f64> = r.ways.iter().map(|w| w.iter().sum()).collect();
         let _ = writeln!(
             s,
-            r##"<text x="{}" y="{}" font-size="12" font-weight="bold" fill="#212529">{}</text>"##,
+            r##"<text x="{}" y="{}" font-size="12" fill="#212529"><tspan font-weight="bold">{}</tspan> — replay/shim {:.2}×, shim/native {:.3}×</text>"##,
             ox + ml,
             oy + 16.0,
-            r.dialect
+            r.name,
+            tot[0] / tot[1],
+            tot[1] / tot[2]
         );
         let _ = writeln!(
             s,
-            r##"<text x="{}" y="{}" fill="#495057">totals: replay {} · shim {} · native {}  (replay/shim {:.1}×, shim/native {:.2}×)</text>"##,
+            r##"<text x="{}" y="{}" fill="#495057">totals: replay {} · shim {} · native {}</text>"##,
             ox + ml,
             oy + 30.0,
             kilo(tot[0]),
             kilo(tot[1]),
             kilo(tot[2]),
-            tot[0] / tot[1],
-            tot[1] / tot[2]
         );
         // Grid and y ticks.
         let mut v = 0.0;
@@ -691,12 +737,11 @@ fn svg(results: &[Result3], n: usize, cli_version: &str) -> String {
             x0 + cw / 2.0,
             y0 + chh + 29.0
         );
-        for (i, conv) in r.ways.iter().enumerate() {
-            let pts: Vec<String> = conv
-                .turns
+        for (i, way) in r.ways.iter().enumerate() {
+            let pts: Vec<String> = way
                 .iter()
                 .enumerate()
-                .map(|(t, req)| format!("{:.1},{:.1}", x(t + 1), y(req.billed_equivalent())))
+                .map(|(t, v)| format!("{:.1},{:.1}", x(t + 1), y(*v)))
                 .collect();
             let dash = if WAYS[i] == Way::Native {
                 r#" stroke-dasharray="5 4""#
@@ -735,8 +780,20 @@ fn main() {
     let out_dir = std::env::var_os("BENCH_OUT")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/bench"));
-    let cli = support::RealCli::path();
     let version = support::RealCli::pinned_version();
+    if std::env::var_os("BENCH_REDRAW").is_some() {
+        // Only redraw the chart from the CSV of an earlier run.
+        let csv_path = out_dir.join("cost.csv");
+        let text = std::fs::read_to_string(&csv_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", csv_path.display()));
+        let series = series_from_csv(&text);
+        let n = series.first().map_or(0, |s| s.ways[0].len());
+        let path = out_dir.join("cost.svg");
+        std::fs::write(&path, svg(&series, n, &version)).expect("write svg");
+        println!("redrew {} from {}", path.display(), csv_path.display());
+        return;
+    }
+    let cli = support::RealCli::path();
     println!(
         "cost: {n}-turn conversations, replies ~{REPLY_BYTES} B, user messages ~{USER_BYTES} B, {} dialect(s), {jobs} at once",
         chosen.len()
@@ -814,7 +871,14 @@ fn main() {
     }
     for (name, body) in [
         ("cost.csv", csv(&results)),
-        ("cost.svg", svg(&results, n, &version)),
+        (
+            "cost.svg",
+            svg(
+                &results.iter().map(Series::of).collect::<Vec<_>>(),
+                n,
+                &version,
+            ),
+        ),
     ] {
         let path = out_dir.join(name);
         match std::fs::write(&path, body) {

@@ -16,7 +16,8 @@
 //! - `BENCH_PINS` — pins seeded into the database (default 100000);
 //! - `BENCH_TEE_BYTES` — bytes per throughput run (default 1 GiB);
 //! - `BENCH_TEE_REPS` — throughput runs per side (default 5);
-//! - `BENCH_ONLY` — comma-separated sections: wall, ttfb, tee, rss.
+//! - `BENCH_ONLY` — comma-separated sections: wall, ttfb, tee, rss;
+//! - `BENCH_KEEP` — keep the set-up directory (and an `env.sh`) for profiling.
 //!
 //! The fake CLI is this bench binary itself, started with `OVERHEAD_FAKE` set
 //! (so no interpreter start-up blurs the figures): it answers the shim's
@@ -649,6 +650,21 @@ fn main() {
     let want = |s: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == s));
 
     let s = Setup::new();
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        // For profiling by hand: the set-up stays, with an env file to source.
+        let envf = s.root.join("env.sh");
+        let text = format!(
+            "export HOME={h} CLAUDE_SHIM_REAL={f} CLAUDE_SHIM_HOME={sh} {FAKE_ENV}=run\ncd {w}\n# {c} -p --output-format stream-json --verbose < {r}/resumed-1048576.txt\n",
+            h = s.home.display(),
+            f = s.fake.display(),
+            sh = s.shim_home.display(),
+            w = s.work.display(),
+            c = s.claude.display(),
+            r = s.root.display()
+        );
+        std::fs::write(&envf, text).expect("env file");
+        println!("keeping {} (source {})", s.root.display(), envf.display());
+    }
     println!("claude-shim overhead: {SHIM}");
     println!("machine: {}", machine());
     let took = seed_pins(&s, pins);
@@ -917,4 +933,7 @@ fn main() {
         println!("errors.log:\n{text}");
     }
     println!("machine at the end: {}", machine());
+    if std::env::var_os("BENCH_KEEP").is_some() {
+        std::mem::forget(s);
+    }
 }
