@@ -10,7 +10,7 @@ pub mod runs;
 
 use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -37,24 +37,33 @@ impl Store {
     fn open_at(dir: &Path, hot: bool) -> Result<Store> {
         ensure_private_dir(dir)?;
         let path = dir.join(DB_FILE);
-        let existed = path.exists();
+        // Create the file private in one step. One that SQLite creates (0644
+        // under the usual umask) and that is chmod-ed afterwards looks shared
+        // to a shim opening it in between, which then refuses the store.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        check_private_file(&path)?;
         let conn =
             Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
-        if !existed {
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        }
-        check_private_file(&path)?;
         if hot {
             conn.busy_handler(Some(hot_path_busy))?;
         } else {
             conn.busy_timeout(BUSY_TIMEOUT)?;
         }
-        Self::setup(conn, path)
+        Self::setup(conn, path, hot)
     }
 
     /// An in-memory store for unit tests.
     pub fn in_memory() -> Result<Store> {
-        Self::setup(Connection::open_in_memory()?, PathBuf::from(":memory:"))
+        Self::setup(
+            Connection::open_in_memory()?,
+            PathBuf::from(":memory:"),
+            false,
+        )
     }
 
     /// The default location from the environment, for a turn: lock waits
@@ -64,8 +73,14 @@ impl Store {
         Self::open_at(&dir, true)
     }
 
-    fn setup(conn: Connection, path: PathBuf) -> Result<Store> {
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+    fn setup(conn: Connection, path: PathBuf, hot: bool) -> Result<Store> {
+        // Several shims creating the database at once race to switch it to
+        // WAL and to migrate it; SQLite answers a lock upgrade that could
+        // deadlock with SQLITE_BUSY at once, without its busy handler.
+        retry_busy(hot, || {
+            conn.pragma_update(None, "journal_mode", "WAL")
+                .context("switching to WAL")
+        })?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         // Each run is a short-lived process: checkpointing (and fsyncing) the
         // WAL at every close would cost more than the turn's own writes.
@@ -74,7 +89,7 @@ impl Store {
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,
         )?;
-        migrations::apply(&conn)?;
+        retry_busy(hot, || migrations::apply(&conn).context("migrating"))?;
         Ok(Store { conn, path })
     }
 
@@ -107,6 +122,40 @@ fn hot_path_busy(attempt: i32) -> bool {
     std::thread::sleep(Duration::from_micros(step.min(budget - waited)));
     WAITED_US.fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
     true
+}
+
+/// Run `f` again while it fails with SQLITE_BUSY: within the turn's lock
+/// budget on the hot path, else for up to [`BUSY_TIMEOUT`].
+fn retry_busy<T>(hot: bool, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut attempt = 0;
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) => {
+                let again = if hot {
+                    hot_path_busy(attempt)
+                } else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    std::time::Instant::now() < deadline
+                };
+                if !again {
+                    return Err(e);
+                }
+                attempt += 1;
+            }
+            r => return r,
+        }
+    }
+}
+
+fn is_busy(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<rusqlite::Error>(),
+            Some(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    })
 }
 
 /// Create the data dir 0700, or check an existing one is ours and private.
@@ -153,6 +202,7 @@ pub fn now() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn creates_private_dir_and_file_and_migrates() {
