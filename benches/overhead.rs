@@ -469,6 +469,17 @@ fn seed_resumable(s: &Setup, t: &Transcript, prompt: &Path) {
     );
 }
 
+/// Prompts of one size: one transcript that is pinned (resumed) and one that
+/// is not (fresh), the same shape and size.
+struct Case {
+    label: &'static str,
+    size: usize,
+    fresh: PathBuf,
+    resumed: PathBuf,
+    /// The user turns of the resumed transcript.
+    users: Vec<String>,
+}
+
 // ---------------------------------------------------------------- measuring
 
 /// Reap `child`; panics unless it exited 0.
@@ -677,12 +688,6 @@ fn main() {
 
     // Prompts: per size, one transcript that is pinned (resumed) and one
     // that is not (fresh); both the same shape and size.
-    struct Case {
-        label: &'static str,
-        size: usize,
-        fresh: PathBuf,
-        resumed: PathBuf,
-    }
     let mut cases = Vec::new();
     for (label, size) in SIZES {
         let fresh = transcript("fresh", size);
@@ -701,6 +706,7 @@ fn main() {
             size,
             fresh: fresh_path,
             resumed: resumed_path,
+            users: resumed.users,
         });
     }
     let tiny = s.write_prompt("hi.txt", "hi");
@@ -866,6 +872,10 @@ fn main() {
         );
     }
 
+    if want("phases") {
+        phases(&s, &cases, n);
+    }
+
     if want("rss") {
         println!("\n### Peak RSS (MiB, max of 5 runs; target 16 MiB + 2 × prompt)\n");
         println!(
@@ -936,4 +946,156 @@ fn main() {
     if std::env::var_os("BENCH_KEEP").is_some() {
         std::mem::forget(s);
     }
+}
+
+/// Median wall time of `f` over `n` calls, in ms.
+fn time_ms(n: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let v: Vec<f64> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            ms(t.elapsed())
+        })
+        .collect();
+    quantile(&v, 0.5)
+}
+
+fn wal_bytes(s: &Setup) -> u64 {
+    std::fs::metadata(s.shim_home.join("shim.db-wal")).map_or(0, |m| m.len())
+}
+
+/// Checkpoint and truncate the WAL (as a quiet moment of `wal_autocheckpoint`
+/// would leave it).
+fn checkpoint(s: &Setup) {
+    let store = Store::open_in(&s.shim_home).expect("open store");
+    store
+        .conn
+        .execute_batch("DROP TABLE IF EXISTS bench_junk")
+        .expect("drop junk");
+    let _: (i64, i64, i64) = store
+        .conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("checkpoint");
+}
+
+/// Leave about `frames` uncheckpointed pages in the WAL, the way the shim's
+/// own runs do between autocheckpoints (every 1000 pages), in one
+/// transaction of a junk table (dropped by `checkpoint`).
+fn grow_wal(s: &Setup, frames: usize) {
+    let store = Store::open_in(&s.shim_home).expect("open store");
+    store
+        .conn
+        .execute_batch(
+            "PRAGMA wal_autocheckpoint = 0; BEGIN; CREATE TABLE IF NOT EXISTS bench_junk (x BLOB)",
+        )
+        .expect("junk table");
+    for _ in 0..frames {
+        store
+            .conn
+            .execute("INSERT INTO bench_junk VALUES (zeroblob(4000))", [])
+            .expect("junk");
+    }
+    store.conn.execute_batch("COMMIT").expect("commit");
+}
+
+/// In-process timings of the steps of a managed turn (the same library code
+/// the shim runs), to see where the managed overhead goes.
+fn phases(s: &Setup, cases: &[Case], n: usize) {
+    println!("\n### Where the managed time goes (in-process, median of {n} calls, ms)\n");
+    println!(
+        "| {:<52} | {:>8} | {:>8} | {:>8} |",
+        "step", cases[0].label, cases[1].label, cases[2].label
+    );
+    println!("|{}|{}", "-".repeat(54), "----------|".repeat(3));
+    let per_size = |label: &str, f: &dyn Fn(&Case) -> f64| {
+        let v: Vec<f64> = cases.iter().map(f).collect();
+        println!(
+            "| {label:<52} | {:>8.3} | {:>8.3} | {:>8.3} |",
+            v[0], v[1], v[2]
+        );
+    };
+    per_size("read the prompt file (stand-in for reading stdin)", &|c| {
+        time_ms(n, || {
+            std::hint::black_box(std::fs::read(&c.resumed).expect("read"));
+        })
+    });
+    per_size(
+        "decide::understand (UTF-8 check, every dialect parses)",
+        &|c| {
+            let bytes = std::fs::read(&c.resumed).expect("read");
+            time_ms(n, || {
+                let prompt = claude_shim::prompt::Prompt::Stdin {
+                    bytes: bytes.clone(),
+                };
+                std::hint::black_box(claude_shim::decide::understand(&prompt));
+            })
+        },
+    );
+    per_size(
+        "  of which cloning the prompt once (memcpy + page faults)",
+        &|c| {
+            let bytes = std::fs::read(&c.resumed).expect("read");
+            time_ms(n, || {
+                std::hint::black_box(bytes.clone());
+            })
+        },
+    );
+    per_size(
+        "identity::chain over the user turns (once per lookup/pin)",
+        &|c| {
+            time_ms(n, || {
+                std::hint::black_box(identity::chain("scope", c.users.iter().map(String::as_str)));
+            })
+        },
+    );
+    // The database: opening it is the same for every size.
+    let scope = identity::reply_hash("no such scope");
+    let open_and_find = || {
+        let store = Store::open_in(&s.shim_home).expect("open store");
+        std::hint::black_box(store.find_pins(&scope, "no such chain").expect("find"));
+    };
+    checkpoint(s);
+    let empty = time_ms(n, open_and_find);
+    let wal0 = wal_bytes(s);
+    grow_wal(s, 480);
+    let wal_half = wal_bytes(s);
+    let half = time_ms(n, open_and_find);
+    checkpoint(s);
+    grow_wal(s, 980);
+    let wal_full = wal_bytes(s);
+    let full = time_ms(n, open_and_find);
+    checkpoint(s);
+    for (label, t) in [
+        (
+            format!(
+                "Store::open_in + find_pins, WAL {:.1} MiB",
+                wal0 as f64 / 1048576.0
+            ),
+            empty,
+        ),
+        (
+            format!(
+                "Store::open_in + find_pins, WAL {:.1} MiB",
+                wal_half as f64 / 1048576.0
+            ),
+            half,
+        ),
+        (
+            format!(
+                "Store::open_in + find_pins, WAL {:.1} MiB",
+                wal_full as f64 / 1048576.0
+            ),
+            full,
+        ),
+    ] {
+        println!("| {label:<52} | {t:>8.3} | {:>8} | {:>8} |", "″", "″");
+    }
+    println!(
+        "\nThe shim closes the database without a checkpoint, so the WAL holds up to\n\
+         wal_autocheckpoint (1000 pages, ~4 MiB) and the next process, the first to open it,\n\
+         rebuilds the WAL index by reading all of it."
+    );
 }

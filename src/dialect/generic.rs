@@ -67,7 +67,7 @@ impl Dialect for Generic {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
-        let text = text.replace("\r\n", "\n");
+        let text = super::lf(text);
         let lines: Vec<&str> = text.split('\n').collect();
         let markers: Vec<(usize, Marker)> = lines
             .iter()

@@ -61,7 +61,7 @@ impl Dialect for Labels {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
-        let text = text.replace("\r\n", "\n");
+        let text = super::lf(text);
         let mut preamble = String::new();
         // (role, body, the turn's raw lines)
         let mut turns: Vec<(Role, String, String)> = Vec::new();

@@ -36,7 +36,7 @@ impl Dialect for Markdown {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
-        let text = text.replace("\r\n", "\n");
+        let text = super::lf(text);
         let mut preamble = String::new();
         let mut turns: Vec<(Role, String)> = Vec::new();
         for line in text.split('\n') {

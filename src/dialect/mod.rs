@@ -180,6 +180,16 @@ pub fn detect(text: &str, forced: Option<&str>) -> Detection {
     }
 }
 
+/// `text` with CRLF line ends as LF; borrowed (no copy) when it has no CR,
+/// as nearly every prompt has not: each dialect parses the whole prompt.
+fn lf(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\r') {
+        std::borrow::Cow::Owned(text.replace("\r\n", "\n"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 fn same_turns(a: &Conversation, b: &Conversation) -> bool {
     a.prior == b.prior && a.current == b.current && a.preamble == b.preamble
 }

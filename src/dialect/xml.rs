@@ -17,7 +17,7 @@ impl Dialect for Xml {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
-        let text = text.replace("\r\n", "\n");
+        let text = super::lf(text);
         let mut rest = text.trim();
         let mut preamble = None;
         if rest.starts_with("<system>\n") {
