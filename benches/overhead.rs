@@ -1051,6 +1051,38 @@ fn phases(s: &Setup, cases: &[Case], n: usize) {
             })
         },
     );
+    // The output observer, alone (what the tee feeds every chunk to).
+    for (label, format, chunk) in [
+        (
+            "observer: text output, GB/s (keeps the first 16 MiB)",
+            claude_shim::invocation::OutputFormat::Text,
+            text_chunk(),
+        ),
+        (
+            "observer: stream-json lines of ~1 KiB, GB/s",
+            claude_shim::invocation::OutputFormat::StreamJson,
+            json_lines_chunk(),
+        ),
+    ] {
+        let rate = |mib: usize| {
+            let t = Instant::now();
+            let mut o = claude_shim::observe::Observer::new(format);
+            for _ in 0..mib {
+                for part in chunk.chunks(64 << 10) {
+                    o.feed(part);
+                }
+            }
+            std::hint::black_box(o.finish());
+            (mib * chunk.len()) as f64 / t.elapsed().as_secs_f64() / 1e9
+        };
+        let v: Vec<f64> = (0..5).map(|_| rate(64)).collect();
+        println!(
+            "| {label:<52} | {:>8.2} | {:>8} | {:>8} |",
+            quantile(&v, 0.5),
+            "″",
+            "″"
+        );
+    }
     // The database: opening it is the same for every size.
     let scope = identity::reply_hash("no such scope");
     let open_and_find = || {
