@@ -17,7 +17,8 @@
 //! - `BENCH_TEE_BYTES` — bytes per throughput run (default 1 GiB);
 //! - `BENCH_TEE_REPS` — throughput runs per side (default 5);
 //! - `BENCH_ONLY` — comma-separated sections: wall, ttfb, tee, rss;
-//! - `BENCH_KEEP` — keep the set-up directory (and an `env.sh`) for profiling.
+//! - `BENCH_KEEP` — keep the set-up directory (and an `env.sh`) for profiling;
+//! - `BENCH_SHIM` — another claude-shim binary to measure (e.g. a static build).
 //!
 //! The fake CLI is this bench binary itself, started with `OVERHEAD_FAKE` set
 //! (so no interpreter start-up blurs the figures): it answers the shim's
@@ -36,7 +37,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SHIM: &str = env!("CARGO_BIN_EXE_claude-shim");
+/// The shim under test: `BENCH_SHIM`, else the one cargo built.
+fn shim_exe() -> PathBuf {
+    std::env::var_os("BENCH_SHIM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_claude-shim")))
+}
 /// GNU time, for peak RSS (`apt-get install time`).
 const TIME: &str = "/usr/bin/time";
 /// Selects the fake's behaviour: `run`, `ttfb`, `bytes`, `lines`.
@@ -223,7 +229,7 @@ impl Setup {
         };
         let (home, work, shim_home, bin) = (mk("home"), mk("work"), mk("shim-home"), mk("bin"));
         let claude = bin.join("claude");
-        symlink(SHIM, &claude).expect("link shim");
+        symlink(shim_exe(), &claude).expect("link shim");
         let fake = bin.join("fake-claude");
         symlink(std::env::current_exe().expect("current_exe"), &fake).expect("link fake");
         Setup {
@@ -405,7 +411,7 @@ fn seed_pins(s: &Setup, n: usize) -> Duration {
 /// The shim's scope for a `MANAGED_ARGS` turn in this set-up (from
 /// `claude-shim explain --json`, so it is computed by the shim itself).
 fn explain(s: &Setup, prompt: &Path) -> Value {
-    let mut cmd = Command::new(SHIM);
+    let mut cmd = Command::new(shim_exe());
     cmd.arg("explain")
         .arg(prompt)
         .arg("--json")
@@ -559,6 +565,20 @@ struct Compared {
     paired: f64,
 }
 
+/// [`compare`] from the same database state: the WAL checkpointed, so every
+/// case starts alike and its own runs grow the WAL as they would (the shim
+/// closes without a checkpoint; ~8 pages a managed run, checkpointed at
+/// 1000), covering about the first 80% of a real cycle.
+fn compare_in(
+    s: &Setup,
+    n: usize,
+    shim: impl FnMut() -> Duration,
+    direct: impl FnMut() -> Duration,
+) -> Compared {
+    checkpoint(s);
+    compare(n, shim, direct)
+}
+
 /// `n` shim runs interleaved with `n` direct runs, after a warm-up.
 fn compare(
     n: usize,
@@ -676,7 +696,7 @@ fn main() {
         std::fs::write(&envf, text).expect("env file");
         println!("keeping {} (source {})", s.root.display(), envf.display());
     }
-    println!("claude-shim overhead: {SHIM}");
+    println!("claude-shim overhead: {}", shim_exe().display());
     println!("machine: {}", machine());
     let took = seed_pins(&s, pins);
     let db_size = std::fs::metadata(s.shim_home.join("shim.db")).map_or(0, |m| m.len());
@@ -717,7 +737,8 @@ fn main() {
         header("case");
         row(
             "pass-through `claude --version`",
-            &compare(
+            &compare_in(
+                &s,
                 n,
                 || wall(s.command(true, "run", &["--version"]), None),
                 || wall(s.command(false, "run", &["--version"]), None),
@@ -726,7 +747,8 @@ fn main() {
         for c in &cases {
             row(
                 &format!("pass-through, {} on stdin", c.label),
-                &compare(
+                &compare_in(
+                    &s,
                     n,
                     || wall(s.command(true, "run", &[]), Some(&c.fresh)),
                     || wall(s.command(false, "run", &[]), Some(&c.fresh)),
@@ -736,7 +758,8 @@ fn main() {
         for c in &cases {
             row(
                 &format!("fresh-managed, {}", c.label),
-                &compare(
+                &compare_in(
+                    &s,
                     n,
                     || wall(s.command(true, "run", MANAGED_ARGS), Some(&c.fresh)),
                     || wall(s.command(false, "run", MANAGED_ARGS), Some(&c.fresh)),
@@ -746,7 +769,8 @@ fn main() {
         for c in &cases {
             row(
                 &format!("resumed-managed, {}", c.label),
-                &compare(
+                &compare_in(
+                    &s,
                     n,
                     || wall(s.command(true, "run", MANAGED_ARGS), Some(&c.resumed)),
                     || wall(s.command(false, "run", MANAGED_ARGS), Some(&c.resumed)),
@@ -768,7 +792,8 @@ fn main() {
         let text: &[&str] = &["-p"];
         row(
             "pass-through",
-            &compare(
+            &compare_in(
+                &s,
                 n,
                 || first_byte(s.command(true, "ttfb", &[]), Some(&c.fresh)),
                 || first_byte(s.command(false, "ttfb", &[]), Some(&c.fresh)),
@@ -776,7 +801,8 @@ fn main() {
         );
         row(
             "fresh-managed, text",
-            &compare(
+            &compare_in(
+                &s,
                 n,
                 || first_byte(s.command(true, "ttfb", text), Some(&c.fresh)),
                 || first_byte(s.command(false, "ttfb", text), Some(&c.fresh)),
@@ -784,7 +810,8 @@ fn main() {
         );
         row(
             "fresh-managed, stream-json",
-            &compare(
+            &compare_in(
+                &s,
                 n,
                 || first_byte(s.command(true, "ttfb", MANAGED_ARGS), Some(&c.fresh)),
                 || first_byte(s.command(false, "ttfb", MANAGED_ARGS), Some(&c.fresh)),
@@ -792,7 +819,8 @@ fn main() {
         );
         row(
             "resumed-managed, stream-json",
-            &compare(
+            &compare_in(
+                &s,
                 n,
                 || first_byte(s.command(true, "ttfb", MANAGED_ARGS), Some(&c.resumed)),
                 || first_byte(s.command(false, "ttfb", MANAGED_ARGS), Some(&c.resumed)),
@@ -800,7 +828,8 @@ fn main() {
         );
         row(
             "resumed-managed, text (held to exit)",
-            &compare(
+            &compare_in(
+                &s,
                 n,
                 || first_byte(s.command(true, "ttfb", text), Some(&c.resumed)),
                 || first_byte(s.command(false, "ttfb", text), Some(&c.resumed)),
