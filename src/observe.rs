@@ -6,7 +6,7 @@ use crate::invocation::OutputFormat;
 use serde_json::Value;
 
 /// Text output kept for proof of receipt; a longer reply is not pinned.
-const TEXT_CAP: usize = 16 << 20;
+const TEXT_CAP: usize = 4 << 20;
 /// A longer stream-json line is skipped (its facts are lost, not the bytes).
 const LINE_CAP: usize = 64 << 20;
 
@@ -81,6 +81,18 @@ impl Observer {
 
     pub fn observation(&self) -> &Observation {
         &self.obs
+    }
+
+    /// Whether later bytes can still change the observation. Text output
+    /// past the proof-of-receipt cap cannot: the tee may then move bytes
+    /// without showing them to the observer (see `skipped`).
+    pub fn wants_bytes(&self) -> bool {
+        !(self.format == OutputFormat::Text && self.overflow)
+    }
+
+    /// Count bytes that went past without being fed.
+    pub fn skipped(&mut self, n: u64) {
+        self.obs.bytes += n;
     }
 
     pub fn feed(&mut self, chunk: &[u8]) {

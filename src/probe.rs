@@ -13,7 +13,11 @@ use std::time::{Duration, Instant};
 
 pub fn probe(real: &Path, guard: &str) -> Option<Capabilities> {
     let version = output(real, "--version", guard)?;
+    // A version is a short word; anything else is not a Claude Code binary.
     let version = version.split_whitespace().next()?.to_owned();
+    if version.len() > 64 {
+        return None;
+    }
     let help = output(real, "--help", guard).unwrap_or_default();
     Some(Capabilities {
         version,
@@ -23,6 +27,9 @@ pub fn probe(real: &Path, guard: &str) -> Option<Capabilities> {
         resume_session_at: contains(real, b"--resume-session-at").unwrap_or(false),
     })
 }
+
+/// Output of a probe beyond this is ignored.
+const PROBE_OUTPUT_CAP: u64 = 1 << 20;
 
 /// A probe that takes longer than this is abandoned (and killed).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,9 +53,10 @@ fn output(real: &Path, flag: &str, guard: &str) -> Option<String> {
     }
     let mut child = cmd.spawn().ok()?;
     let mut stdout = child.stdout.take()?;
+    // `--version` and `--help` print a few KiB; never hold more.
     let reader = std::thread::spawn(move || {
         let mut out = Vec::new();
-        let _ = stdout.read_to_end(&mut out);
+        let _ = (&mut stdout).take(PROBE_OUTPUT_CAP).read_to_end(&mut out);
         out
     });
     let deadline = Instant::now() + PROBE_TIMEOUT;

@@ -4,7 +4,7 @@
 
 use crate::observe::Observer;
 use std::io::{ErrorKind, Read};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::{Arc, Mutex};
 
 const CHUNK: usize = 128 << 10;
@@ -85,14 +85,32 @@ pub fn discard(hold: &SharedHold) {
 /// (EPIPE) stop reading, so the child meets the closed pipe as it would have
 /// without us. Returns the observer fed with every byte read.
 pub fn copy(
-    mut from: impl Read,
+    mut from: impl Read + AsFd,
     to: Stream,
     hold: SharedHold,
     mut observer: Option<Observer>,
     commit_when: impl Fn(&Observer) -> bool,
 ) -> Option<Observer> {
     let mut buf = vec![0u8; CHUNK];
+    let mut may_splice = true;
     loop {
+        // Nothing left to hold or observe: move the bytes in the kernel.
+        if may_splice && released(&hold) && observer.as_ref().is_none_or(|o| !o.wants_bytes()) {
+            match splice_all(from.as_fd(), to) {
+                Spliced::Done(n) => {
+                    if let Some(o) = observer.as_mut() {
+                        o.skipped(n);
+                    }
+                    break;
+                }
+                Spliced::Unsupported(n) => {
+                    if let Some(o) = observer.as_mut() {
+                        o.skipped(n);
+                    }
+                    may_splice = false;
+                }
+            }
+        }
         let n = match from.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
@@ -113,6 +131,32 @@ pub fn copy(
         }
     }
     observer
+}
+
+enum Spliced {
+    /// EOF, or the caller's end is gone; this many bytes moved.
+    Done(u64),
+    /// splice(2) cannot serve this pair of fds (e.g. a terminal); this many
+    /// bytes moved before that was known.
+    Unsupported(u64),
+}
+
+/// splice(2) from the child's pipe to our fd until EOF: no copy through
+/// user space, so the tee keeps up with a plain pipe.
+fn splice_all(from: BorrowedFd<'_>, to: Stream) -> Spliced {
+    use nix::fcntl::{splice, SpliceFFlags};
+    // SAFETY: fds 1 and 2 stay open for the life of the process.
+    let out = unsafe { BorrowedFd::borrow_raw(to as i32) };
+    let mut moved = 0u64;
+    loop {
+        match splice(from, None, out, None, 1 << 20, SpliceFFlags::SPLICE_F_MOVE) {
+            Ok(0) => return Spliced::Done(moved),
+            Ok(n) => moved += n as u64,
+            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => continue,
+            Err(nix::errno::Errno::EPIPE) => return Spliced::Done(moved),
+            Err(_) => return Spliced::Unsupported(moved),
+        }
+    }
 }
 
 /// Deliver or hold one chunk; false when the caller's end is gone.
