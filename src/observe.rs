@@ -135,11 +135,16 @@ impl Observer {
     }
 
     fn end_line(&mut self) {
-        let line = std::mem::take(&mut self.line);
-        if !std::mem::take(&mut self.overflow) {
+        let mut line = std::mem::take(&mut self.line);
+        if !std::mem::take(&mut self.overflow) && worth_parsing(&line) {
             if let Ok(event) = serde_json::from_slice::<Value>(&line) {
                 self.event(&event);
             }
+        }
+        // Keep a modest allocation for the next line.
+        if line.capacity() <= 1 << 20 {
+            line.clear();
+            self.line = line;
         }
     }
 
@@ -168,6 +173,19 @@ impl Observer {
             }
             _ => {}
         }
+    }
+}
+
+/// The CLI writes `"type"` first on most events; those the observer never
+/// reads (tool results, partial-message stream events, …) are skipped
+/// without parsing. Anything else (the result event starts with other keys)
+/// is parsed.
+fn worth_parsing(line: &[u8]) -> bool {
+    match line.strip_prefix(br#"{"type":""#) {
+        Some(rest) => [&b"system\""[..], b"assistant\"", b"result\""]
+            .iter()
+            .any(|t| rest.starts_with(t)),
+        None => true,
     }
 }
 
@@ -247,6 +265,15 @@ mod tests {
             assert_eq!(obs.reply(), Some("Hello"));
             assert_eq!(obs.bytes, STREAM.len() as u64);
         }
+    }
+
+    #[test]
+    fn events_the_observer_never_reads_are_not_parsed() {
+        assert!(worth_parsing(br#"{"type":"assistant","uuid":"a"}"#));
+        assert!(worth_parsing(br#"{"duration_ms":1,"type":"result"}"#));
+        assert!(!worth_parsing(br#"{"type":"user","message":{}}"#));
+        assert!(!worth_parsing(br#"{"type":"stream_event","event":{}}"#));
+        assert!(!worth_parsing(br#"{"type":"assistantX"}"#));
     }
 
     #[test]
