@@ -22,6 +22,8 @@ pub struct Decision {
     pub conv: Conversation,
     pub detection: Detection,
     pub scope: String,
+    /// Chain hash of the prior user turns (the node this turn continues).
+    prior_node: String,
     pub cwd: String,
     /// Whether the preamble must be sent again on resume.
     send_preamble: bool,
@@ -36,6 +38,8 @@ pub struct Gathered {
     pub detection: Detection,
     pub conv: Conversation,
     pub scope: String,
+    /// Chain hash of the prior user turns.
+    pub prior_node: String,
     pub caps: Capabilities,
     pub candidate: Result<Candidate, Miss>,
     pub preamble_changed: bool,
@@ -98,6 +102,7 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
         conv: g.conv,
         detection: g.detection,
         scope: g.scope,
+        prior_node: g.prior_node,
         cwd,
         send_preamble: env::preamble_keep() || g.preamble_changed,
         store,
@@ -156,11 +161,11 @@ pub fn gather(
     };
     let scope = identity::scope(&input, |p| std::fs::read(p).ok());
     let mut preamble_changed = false;
+    let prior_node = identity::chain(&scope, conv.prior_user_turns());
     let candidate = if !conv.has_history() {
         Err(Miss::NoHistory)
     } else {
-        let node = identity::chain(&scope, conv.prior_user_turns());
-        let pins = store.find_pins(&scope, &node)?;
+        let pins = store.find_pins(&scope, &prior_node)?;
         let replayed = identity::reply_hash(conv.last_assistant().unwrap_or(""));
         match plan::select(&pins, &replayed) {
             Err(miss) => Err(miss),
@@ -195,6 +200,7 @@ pub fn gather(
         detection,
         conv,
         scope,
+        prior_node,
         caps,
         candidate,
         preamble_changed,
@@ -266,12 +272,8 @@ impl Decision {
             sessions::find(&self.config_dir, &session)
                 .and_then(|f| sessions::last_assistant_uuid(&f))
         });
-        let users: Vec<&str> = self
-            .conv
-            .prior_user_turns()
-            .chain([self.conv.current.as_str()])
-            .collect();
-        let chain = identity::chain(&self.scope, users.iter().copied());
+        let turns = self.conv.prior_user_turns().count() + 1;
+        let chain = identity::chain_step(&self.prior_node, &self.conv.current);
         let preamble = identity::preamble_hash(self.conv.preamble.as_deref());
         let preview: String = obs.reply().unwrap_or("").chars().take(120).collect();
         self.store.add_pin(&NewPin {
@@ -281,11 +283,11 @@ impl Decision {
             assistant_uuid: uuid.as_deref(),
             reply_hashes: &hashes,
             preamble_hash: preamble.as_deref(),
-            turns: users.len(),
+            turns,
             cwd: &self.cwd,
             reply_preview: preview.trim(),
         })?;
-        debug!("pinned {} turns → {session} at {uuid:?}", users.len());
+        debug!("pinned {turns} turns → {session} at {uuid:?}");
         Ok(())
     }
 

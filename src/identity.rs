@@ -80,25 +80,32 @@ pub fn scope(input: &ScopeInput<'_>, read: impl Fn(&str) -> Option<Vec<u8>>) -> 
 }
 
 /// A user turn as it is hashed: CRLF→LF, trimmed.
-pub fn normalize_turn(text: &str) -> String {
-    text.replace("\r\n", "\n").trim().to_owned()
+pub fn normalize_turn(text: &str) -> std::borrow::Cow<'_, str> {
+    let trimmed = text.trim();
+    if trimmed.contains('\r') {
+        trimmed.replace("\r\n", "\n").trim().to_owned().into()
+    } else {
+        trimmed.into()
+    }
 }
 
 /// Node key: a chain over the user turns in order.
 pub fn chain<'a>(scope: &str, user_turns: impl IntoIterator<Item = &'a str>) -> String {
-    let mut node = {
-        let mut h = Sha256::new();
-        field(&mut h, b"claude-shim chain v1");
-        field(&mut h, scope.as_bytes());
-        hex(h)
-    };
-    for turn in user_turns {
-        let mut h = Sha256::new();
-        field(&mut h, node.as_bytes());
-        field(&mut h, normalize_turn(turn).as_bytes());
-        node = hex(h);
-    }
-    node
+    let mut h = Sha256::new();
+    field(&mut h, b"claude-shim chain v1");
+    field(&mut h, scope.as_bytes());
+    let start = hex(h);
+    user_turns
+        .into_iter()
+        .fold(start, |node, turn| chain_step(&node, turn))
+}
+
+/// The node one more user turn leads to.
+pub fn chain_step(node: &str, user_turn: &str) -> String {
+    let mut h = Sha256::new();
+    field(&mut h, node.as_bytes());
+    field(&mut h, normalize_turn(user_turn).as_bytes());
+    hex(h)
 }
 
 /// Reply text as compared for proof of receipt: `<thinking>` blocks removed,
@@ -207,6 +214,7 @@ mod tests {
         assert_ne!(chain("s", ["a", "b"]), chain("s", ["b", "a"]));
         assert_ne!(chain("s", ["a"]), chain("t", ["a"]));
         assert_ne!(chain("s", ["ab"]), chain("s", ["a", "b"]));
+        assert_eq!(chain_step(&chain("s", ["a"]), "b"), chain("s", ["a", "b"]));
     }
 
     #[test]

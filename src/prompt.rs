@@ -147,10 +147,15 @@ impl Chunks for SliceChunks<'_> {
 /// Read stream-json lines until the first user message.
 pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
     let mut buf: Vec<u8> = Vec::new();
-    let mut scanned = 0; // bytes of `buf` that are complete non-user lines
+    // `buf[..scanned]` is complete non-user lines; `buf[scanned..searched]`
+    // holds no newline (a long line arriving in many reads is searched once,
+    // not once per read).
+    let mut scanned = 0;
+    let mut searched = 0;
     loop {
-        while let Some(nl) = buf[scanned..].iter().position(|&b| b == b'\n') {
-            let end = scanned + nl + 1;
+        while let Some(nl) = buf[searched..].iter().position(|&b| b == b'\n') {
+            let end = searched + nl + 1;
+            searched = end;
             if is_user_line(&buf[scanned..end]) {
                 let mut after = buf.split_off(end);
                 let line = buf.split_off(scanned);
@@ -164,6 +169,7 @@ pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
             }
             scanned = end;
         }
+        searched = buf.len();
         let patience = (scanned > 0).then_some(CONTROL_PATIENCE);
         match input.chunk(patience)? {
             None => {
@@ -205,33 +211,45 @@ fn take_ready_user_lines(
     rest: &mut Vec<u8>,
 ) -> std::io::Result<Vec<Vec<u8>>> {
     let mut lines = Vec::new();
-    loop {
-        match rest.iter().position(|&b| b == b'\n') {
-            Some(nl) if is_user_line(&rest[..=nl]) => {
-                let tail = rest.split_off(nl + 1);
-                lines.push(std::mem::replace(rest, tail));
+    // `rest[..start]` is taken as lines (removed once, at the end: removing
+    // each line as it is found would copy the rest every time);
+    // `rest[start..searched]` holds no newline.
+    let mut start = 0;
+    let mut searched = 0;
+    let done = loop {
+        match rest[searched..].iter().position(|&b| b == b'\n') {
+            Some(nl) => {
+                let end = searched + nl + 1;
+                if !is_user_line(&rest[start..end]) {
+                    break Ok(());
+                }
+                lines.push(rest[start..end].to_vec());
+                (start, searched) = (end, end);
                 continue;
             }
-            Some(_) => return Ok(lines),
-            None => {}
+            None => searched = rest.len(),
         }
         // Partial line: wait briefly for its end; nothing pending: only take
         // what is readable right now.
-        let patience = if rest.is_empty() {
+        let patience = if start == rest.len() {
             Duration::ZERO
         } else {
             LINE_PATIENCE
         };
-        match input.chunk(Some(patience))? {
-            Some(c) if !c.is_empty() => rest.extend_from_slice(&c),
+        match input.chunk(Some(patience)) {
+            Err(e) => break Err(e),
+            Ok(Some(c)) if !c.is_empty() => rest.extend_from_slice(&c),
             // EOF: a last user line without a newline still counts.
-            Some(_) if !rest.is_empty() && is_user_line(rest) => {
-                lines.push(std::mem::take(rest));
-                return Ok(lines);
+            Ok(Some(_)) if start < rest.len() && is_user_line(&rest[start..]) => {
+                lines.push(rest[start..].to_vec());
+                start = rest.len();
+                break Ok(());
             }
-            _ => return Ok(lines),
+            _ => break Ok(()),
         }
-    }
+    };
+    rest.drain(..start);
+    done.map(|()| lines)
 }
 
 /// Messages of the user lines, for the stream-lines dialect.

@@ -61,6 +61,10 @@ impl Dialect for Labels {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
+        // Cheap refusal before any copy: no user marker at a line start.
+        if !text.starts_with(self.user) && !text.contains(&format!("\n{}", self.user)) {
+            return None;
+        }
         let text = super::lf(text);
         let mut preamble = String::new();
         // (role, body, the turn's raw lines)

@@ -36,6 +36,10 @@ impl Dialect for Markdown {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
+        // Cheap refusal before any copy.
+        if !text.contains("## user") {
+            return None;
+        }
         let text = super::lf(text);
         let mut preamble = String::new();
         let mut turns: Vec<(Role, String)> = Vec::new();

@@ -17,6 +17,10 @@ impl Dialect for Xml {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
+        // Cheap refusal before any copy.
+        if !text.contains(OPEN) && !text.trim_start().starts_with("<system>") {
+            return None;
+        }
         let text = super::lf(text);
         let mut rest = text.trim();
         let mut preamble = None;
