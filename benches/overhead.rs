@@ -90,11 +90,14 @@ fn fake_output(args: &[String]) -> (Vec<u8>, Vec<u8>) {
         .unwrap_or_else(|| DIRECT_SESSION.to_owned());
     let reply = reply_text();
     if flag_value(args, "--output-format").as_deref() == Some("stream-json") {
-        let init = json!({"type": "system", "subtype": "init", "session_id": session,
-                          "uuid": "00000000-0000-4000-8000-0000000000i1", "model": "fake"});
-        let assistant = json!({"type": "assistant", "uuid": ASSISTANT_UUID, "session_id": session,
-            "parent_tool_use_id": null,
-            "message": {"role": "assistant", "content": [{"type": "text", "text": reply}]}});
+        // Keys in the CLI's own order ("type" first): the observer relies on it.
+        let text = serde_json::to_string(&reply).expect("json string");
+        let init = format!(
+            r#"{{"type":"system","subtype":"init","cwd":"/w","session_id":"{session}","tools":[],"model":"fake","uuid":"00000000-0000-4000-8000-0000000000a1"}}"#
+        );
+        let assistant = format!(
+            r#"{{"type":"assistant","message":{{"id":"msg_1","type":"message","role":"assistant","model":"fake","content":[{{"type":"text","text":{text}}}],"stop_reason":null}},"parent_tool_use_id":null,"session_id":"{session}","uuid":"{ASSISTANT_UUID}"}}"#
+        );
         let result = json!({"type": "result", "subtype": "success", "is_error": false,
             "result": reply, "session_id": session, "total_cost_usd": 0.01,
             "usage": {"input_tokens": 3, "cache_creation_input_tokens": 0,
@@ -185,14 +188,13 @@ fn text_chunk() -> Vec<u8> {
 }
 
 /// ~1 MiB of stream-json `stream_event` lines of ~1 KiB (what
-/// `--include-partial-messages` prints), cut at a line end.
+/// `--include-partial-messages` prints, in the CLI's key order), cut at a
+/// line end.
 fn json_lines_chunk() -> Vec<u8> {
-    let text: String = "lorem ipsum dolor sit amet ".repeat(36);
-    let line =
-        json!({"type": "stream_event", "session_id": DIRECT_SESSION, "parent_tool_use_id": null,
-        "event": {"type": "content_block_delta", "index": 0,
-                  "delta": {"type": "text_delta", "text": text}}})
-        .to_string();
+    let text = serde_json::to_string(&"lorem ipsum dolor sit amet ".repeat(36)).expect("json");
+    let line = format!(
+        r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":{text}}}}},"session_id":"{DIRECT_SESSION}","parent_tool_use_id":null,"uuid":"00000000-0000-4000-8000-0000000000e1"}}"#
+    );
     let mut v = Vec::with_capacity(1 << 20);
     while v.len() + line.len() < 1 << 20 {
         v.extend_from_slice(line.as_bytes());
@@ -1083,7 +1085,7 @@ fn phases(s: &Setup, cases: &[Case], n: usize) {
     // The output observer, alone (what the tee feeds every chunk to).
     for (label, format, chunk) in [
         (
-            "observer: text output, GB/s (keeps the first 16 MiB)",
+            "observer: text output, GB/s (keeps the start for the hash)",
             claude_shim::invocation::OutputFormat::Text,
             text_chunk(),
         ),
