@@ -22,14 +22,27 @@ pub fn find(config_dir: &Path, id: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The uuid of the last main-thread assistant record, read from the tail.
+/// The uuid of the last main-thread assistant record, read from the tail:
+/// a small tail first (the record is near the end), more only if needed.
 pub fn last_assistant_uuid(path: &Path) -> Option<String> {
-    const TAIL: u64 = 4 << 20;
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
-    let mut buf = Vec::new();
-    file.read_to_end(&mut buf).ok()?;
+    for tail in [64 << 10, 1 << 20, 4 << 20] {
+        let start = len.saturating_sub(tail);
+        file.seek(SeekFrom::Start(start)).ok()?;
+        let mut buf = Vec::new();
+        file.read_to_end(&mut buf).ok()?;
+        if let Some(uuid) = last_assistant_in(&buf) {
+            return Some(uuid);
+        }
+        if start == 0 {
+            break;
+        }
+    }
+    None
+}
+
+fn last_assistant_in(buf: &[u8]) -> Option<String> {
     buf.split(|&b| b == b'\n').rev().find_map(|line| {
         let v: Value = serde_json::from_slice(line).ok()?;
         let main_thread = v.get("isSidechain").and_then(Value::as_bool) != Some(true);
@@ -68,6 +81,13 @@ mod tests {
         assert_eq!(find(t.path(), id), Some(f.clone()));
         assert_eq!(last_assistant_uuid(&f).as_deref(), Some("a1"));
         assert_eq!(find(t.path(), "../../etc/passwd"), None);
+        // Far from the end: found by reading a longer tail.
+        let mut long = std::fs::read(&f).unwrap();
+        long.extend(
+            std::iter::repeat_n(b"{\"type\":\"attachment\"}\n".as_slice(), 20_000).flatten(),
+        );
+        std::fs::write(&f, long).unwrap();
+        assert_eq!(last_assistant_uuid(&f).as_deref(), Some("a1"));
         assert_eq!(find(t.path(), "6e8e0435-8e12-4245-aa25-f674ed4e97a8"), None);
     }
 }

@@ -85,6 +85,9 @@ impl Store {
         // Each run is a short-lived process: checkpointing (and fsyncing) the
         // WAL at every close would cost more than the turn's own writes.
         // SQLite still checkpoints as the WAL grows (wal_autocheckpoint).
+        // …and keep the WAL short, so the next process rebuilds its index
+        // from a few pages (it reads the whole WAL on open).
+        conn.pragma_update(None, "wal_autocheckpoint", 128)?;
         conn.set_db_config(
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,
