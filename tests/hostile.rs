@@ -466,7 +466,7 @@ fn stream_json_reader_scales_linearly() {
         scales_from(
             4 << 20,
             &format!("stream-json reader: one big line, {name}"),
-            &user_line,
+            user_line,
             Vec::len,
             |b| {
                 let p = read_stream(b, chunk);
