@@ -22,8 +22,9 @@ pub struct Decision {
     pub conv: Conversation,
     pub detection: Detection,
     pub scope: String,
-    /// Chain hash of the prior user turns (the node this turn continues).
-    prior_node: String,
+    /// Chain hash of every prior turn, the last reply included: the node
+    /// this turn's own node extends.
+    base_node: String,
     pub cwd: String,
     /// Whether the preamble must be sent again on resume.
     send_preamble: bool,
@@ -38,8 +39,10 @@ pub struct Gathered {
     pub detection: Detection,
     pub conv: Conversation,
     pub scope: String,
-    /// Chain hash of the prior user turns.
+    /// Chain hash of the prior turns but the last reply (the lookup key).
     pub prior_node: String,
+    /// The same with the last reply: what this turn's node extends.
+    pub base_node: String,
     pub caps: Capabilities,
     pub candidate: Result<Candidate, Miss>,
     pub preamble_changed: bool,
@@ -102,7 +105,7 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
         conv: g.conv,
         detection: g.detection,
         scope: g.scope,
-        prior_node: g.prior_node,
+        base_node: g.base_node,
         cwd,
         send_preamble: env::preamble_keep() || g.preamble_changed,
         store,
@@ -161,7 +164,17 @@ pub fn gather(
     };
     let scope = identity::scope(&input, |p| std::fs::read(p).ok());
     let mut preamble_changed = false;
-    let prior_node = identity::chain(&scope, conv.prior_user_turns());
+    // The node: every prior turn, earlier replies included, but the last
+    // reply, which is the proof of receipt.
+    let (before_last, last_reply) = match conv.prior.split_last() {
+        Some((t, rest)) if t.role == dialect::Role::Assistant => (rest, Some(t.text.as_str())),
+        _ => (&conv.prior[..], None),
+    };
+    let prior_node = identity::chain_turns(&scope, before_last);
+    let base_node = match last_reply {
+        Some(reply) => identity::chain_reply(&prior_node, reply),
+        None => prior_node.clone(),
+    };
     let candidate = if !conv.has_history() {
         Err(Miss::NoHistory)
     } else {
@@ -201,6 +214,7 @@ pub fn gather(
         conv,
         scope,
         prior_node,
+        base_node,
         caps,
         candidate,
         preamble_changed,
@@ -273,7 +287,7 @@ impl Decision {
                 .and_then(|f| sessions::last_assistant_uuid(&f))
         });
         let turns = self.conv.prior_user_turns().count() + 1;
-        let chain = identity::chain_step(&self.prior_node, &self.conv.current);
+        let chain = identity::chain_step(&self.base_node, &self.conv.current);
         let preamble = identity::preamble_hash(self.conv.preamble.as_deref());
         let preview: String = obs.reply().unwrap_or("").chars().take(120).collect();
         self.store.add_pin(&NewPin {

@@ -1,6 +1,7 @@
 //! Identity: which pinned sessions a turn may land in. The scope binds a
 //! conversation to its cwd, config dir, real binary and every flag that shapes
-//! a session; the chain hash names a node by its user turns; reply hashes
+//! a session; the chain hash names a node by its turns (the user's and the
+//! replies between them); reply hashes
 //! prove the caller received the reply the session holds.
 
 use crate::argv::ParsedArgs;
@@ -98,6 +99,27 @@ pub fn chain<'a>(scope: &str, user_turns: impl IntoIterator<Item = &'a str>) -> 
     user_turns
         .into_iter()
         .fold(start, |node, turn| chain_step(&node, turn))
+}
+
+/// The node of a conversation's turns: user turns, and the replies between
+/// them (an edited earlier reply is another conversation, which the session
+/// does not hold). The last reply is not part of it: it is the proof of
+/// receipt, matched against a pin's reply hashes.
+pub fn chain_turns(scope: &str, turns: &[crate::dialect::Turn]) -> String {
+    let start = chain(scope, std::iter::empty());
+    turns.iter().fold(start, |node, t| match t.role {
+        crate::dialect::Role::User => chain_step(&node, &t.text),
+        crate::dialect::Role::Assistant => chain_reply(&node, &t.text),
+    })
+}
+
+/// The node an assistant reply leads to (compared as for proof of receipt).
+pub fn chain_reply(node: &str, reply: &str) -> String {
+    let mut h = Sha256::new();
+    field(&mut h, b"reply");
+    field(&mut h, node.as_bytes());
+    field(&mut h, normalize_reply(reply).as_bytes());
+    hex(h)
 }
 
 /// The node one more user turn leads to.
@@ -215,6 +237,29 @@ mod tests {
         assert_ne!(chain("s", ["a"]), chain("t", ["a"]));
         assert_ne!(chain("s", ["ab"]), chain("s", ["a", "b"]));
         assert_eq!(chain_step(&chain("s", ["a"]), "b"), chain("s", ["a", "b"]));
+        // Replies between user turns are part of the node, normalised.
+        use crate::dialect::{Role, Turn};
+        let turn = |role, text: &str| Turn {
+            role,
+            text: text.into(),
+        };
+        let with = |reply: &str| {
+            chain_turns(
+                "s",
+                &[
+                    turn(Role::User, "a"),
+                    turn(Role::Assistant, reply),
+                    turn(Role::User, "b"),
+                ],
+            )
+        };
+        assert_eq!(with("x  y"), with(" x y\n"));
+        assert_ne!(with("x y"), with("x y (edited)"));
+        assert_ne!(with("a"), chain("s", ["a", "a", "b"]));
+        assert_eq!(
+            chain_turns("s", &[turn(Role::User, "a")]),
+            chain("s", ["a"])
+        );
     }
 
     #[test]

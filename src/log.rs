@@ -2,6 +2,7 @@
 //! streams. Logging must never fail a turn, so errors are ignored.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 
 pub fn debug(msg: std::fmt::Arguments<'_>) {
     let Some(path) = crate::env::log_file() else {
@@ -29,14 +30,21 @@ pub fn error(msg: std::fmt::Arguments<'_>) {
     let Some(dir) = crate::env::data_dir() else {
         return;
     };
+    // Only into a directory the shim would use: one that another user owns
+    // or can write may hold a planted errors.log linking to a caller's file.
+    if !crate::store::is_private_dir(&dir) {
+        return;
+    }
     let path = dir.join("errors.log");
     // Keep the file small: start over past 1 MiB.
-    let truncate = std::fs::metadata(&path).is_ok_and(|m| m.len() > 1 << 20);
+    let truncate = std::fs::symlink_metadata(&path).is_ok_and(|m| m.len() > 1 << 20);
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(!truncate)
         .write(true)
         .truncate(truncate)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(&path);
     if let Ok(mut file) = file {
         let secs = std::time::SystemTime::now()

@@ -33,7 +33,13 @@ pub fn select<'a>(pins: &'a [Pin], replayed_reply_hash: &str) -> Result<&'a Pin,
         .iter()
         .find(|p| p.reply_hashes.iter().any(|h| h == replayed_reply_hash))
         .ok_or(Miss::ReplyDiffers)?;
-    if crate::sessions::valid_id(&pin.session) {
+    // Both go into argv (`--resume S --resume-session-at AT`): anything but
+    // a UUID (a damaged or tampered database) must never get there.
+    let at_ok = pin
+        .assistant_uuid
+        .as_deref()
+        .is_none_or(crate::sessions::valid_id);
+    if crate::sessions::valid_id(&pin.session) && at_ok {
         Ok(pin)
     } else {
         Err(Miss::BadSessionId)
@@ -353,5 +359,12 @@ mod tests {
             ..pin(3, "y")
         }];
         assert_eq!(select(&bad, "y").map(|p| p.id), Err(Miss::BadSessionId));
+        for at in ["--dangerously-skip-permissions", "", "x"] {
+            let bad = vec![Pin {
+                assistant_uuid: Some(at.into()),
+                ..pin(4, "y")
+            }];
+            assert_eq!(select(&bad, "y").map(|p| p.id), Err(Miss::BadSessionId));
+        }
     }
 }

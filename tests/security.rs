@@ -239,20 +239,25 @@ fn tampered_ids_never_reach_argv() {
                 )
                 .unwrap();
             }
-            let p = probe_turn(&w, &c, &third(), |_| {});
-            assert!(
-                bad.is_empty() || !p.argv.iter().any(|a| a == bad),
-                "{column} = {bad:?} reached argv: {:?}",
-                p.argv
-            );
-            assert!(
-                !p.argv
-                    .iter()
-                    .any(|a| a == "--resume" || a == "--resume-session-at"),
-                "{column} = {bad:?}: a tampered pin was used: {:?}",
-                p.argv
-            );
+            let log = w.file("argv.log");
+            let p = probe_turn(&w, &c, &third(), |cmd| {
+                cmd.env("FAKE_ARGV_LOG", &log);
+            });
             assert_eq!(p.saw, sent(&c, &third()), "{column} = {bad:?}");
+            // Every attempt the shim made, a refused one included.
+            for line in std::fs::read_to_string(&log).unwrap().lines() {
+                let argv: Vec<String> = serde_json::from_str(line).unwrap();
+                assert!(
+                    bad.is_empty() || !argv.iter().any(|a| a == bad),
+                    "{column} = {bad:?} reached argv: {argv:?}"
+                );
+                assert!(
+                    !argv
+                        .iter()
+                        .any(|a| a == "--resume" || a == "--resume-session-at"),
+                    "{column} = {bad:?}: a tampered pin was used: {argv:?}"
+                );
+            }
         }
     }
 }
@@ -696,4 +701,28 @@ fn random_walks_never_show_the_model_anything_else() {
         kinds.iter().filter(|k| *k == "forked").count(),
         kinds.iter().filter(|k| *k == "fresh").count()
     );
+}
+
+/// A reply edited earlier in the transcript (chat UIs let users edit the
+/// assistant's messages) is a different conversation: the session holds the
+/// original reply, so resuming it would show the model something else.
+#[test]
+fn an_edited_earlier_reply_is_a_different_conversation() {
+    let w = World::new();
+    let mut c = Chat::new(Client::Text);
+    for k in 1..=3 {
+        let current = format!("turn {}", tag("e", k));
+        let p = probe_turn(&w, &c, &current, |_| {});
+        c.history.push((current, p.reply));
+    }
+    let mut edited = c.clone();
+    edited.history[0].1 = "a reply the user rewrote".into();
+    let current = format!("turn {}", tag("e", 4));
+    let p = probe_turn(&w, &edited, &current, |_| {});
+    assert_eq!(p.saw, sent(&edited, &current), "{}", p.plan);
+    assert!(!resumes(&p.argv), "{:?}\n{}", p.argv, p.plan);
+    // The unedited conversation still resumes.
+    let p = probe_turn(&w, &c, &current, |_| {});
+    assert_eq!(p.saw, sent(&c, &current));
+    assert!(resumes(&p.argv), "{:?}", p.argv);
 }

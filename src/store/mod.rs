@@ -161,6 +161,14 @@ fn is_busy(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Whether `dir` exists, is ours, and only we can write it (what
+/// `ensure_private_dir` accepts), without creating anything.
+pub fn is_private_dir(dir: &Path) -> bool {
+    std::fs::metadata(dir).is_ok_and(|m| {
+        m.is_dir() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o022 == 0
+    })
+}
+
 /// Create the data dir 0700, or check an existing one is ours and private.
 fn ensure_private_dir(dir: &Path) -> Result<()> {
     if !dir.exists() {
