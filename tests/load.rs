@@ -1,25 +1,30 @@
-//! Load: many callers at once through the shim, and many turns in a row.
+//! Load: many callers at once through the shim.
 //!
-//! * `storm_real_cli`: 8 conversations (4 in one cwd, 4 more each in a cwd of
-//!   its own, one of those an exact copy of a conversation of the first cwd),
-//!   2 turns each, then 64 invocations at once — 8 branches from the head of
-//!   every conversation — then 2 branches of each continued, all through the
-//!   shim in front of the REAL Claude Code CLI and the loopback server. The
-//!   server's reply names every `<<tag>>` of the user messages the model was
-//!   sent, so each answer proves which conversation (and how much of it)
-//!   reached the model.
-//! * `storm_fake_cli`: the same shape, three storms deep, against the
+//! * `storm_real_cli`: 4 conversations (2 in one cwd, one in a second cwd, an
+//!   exact copy of the first in a third), a first turn each, then 32 calls at
+//!   once — 8 branches from the head of every conversation — then 2 branches
+//!   of each continued, through the shim in front of the REAL Claude Code CLI
+//!   and the loopback server. The server's reply names every `<<tag>>` of the
+//!   user messages the model was sent, so each answer proves which
+//!   conversation (and how much of it) reached the model. 64 real CLIs at
+//!   once take ~70 s of wall time on 2 cores (~1.1 CPU-s each), so the
+//!   64-call storms run against the fake; `LOAD_REAL_BRANCHES=16` runs this
+//!   one with 64.
+//! * `storm_fake_cli`: 8 conversations (4 in one cwd, 4 in cwds of their own,
+//!   one a copy), 64 calls at once, three storms deep, against the
 //!   session-level fake, which holds each session file as a writer while it
 //!   "thinks" and notes any second writer: proof that no session is ever
 //!   resumed in place by two processes at once.
-//! * `soak_sequential_turns`: 300 turns in a row (30 conversations of 10
-//!   turns, interleaved) against the fake: database size and shim overhead
-//!   stay flat. The 1,000-turn figures are `cargo bench --bench soak`.
+//! * `first_use_by_many_at_once`: 24 callers create the data directory,
+//!   database and capability cache together, five times over.
 //!
 //! After every load: no `database is locked` (or any other error) in
-//! errors.log, empty stderr, every pin consistent with the session files
-//! (file there, pinned message in it, the session head is the file's last
-//! assistant message) and no lease left behind.
+//! errors.log, empty stderr, every answer its own conversation's, at most one
+//! in-place resume per session per storm, no session used from two cwds,
+//! every pin consistent with the session files (file there, pinned message
+//! in it, the session head is the file's last assistant message), no session
+//! file holding two continuations of one message, no lease left behind.
+//! Sequential load (1,000 turns) is `tests/soak.rs`.
 
 #[path = "fixtures/harness.rs"]
 mod harness;
@@ -520,11 +525,7 @@ impl Scenario<'_> {
 
 // ---- the real CLI ------------------------------------------------------------------
 
-/// 4 conversations (2 in one cwd; one in a second cwd; a copy of the first in
-/// a third), a first turn each, then 32 calls at once (8 branches from each
-/// head), then 8 branches continued. 64 real CLIs at once take ~70 s of wall
-/// time on 2 cores (~1.1 CPU-s each), so the 64-call storms run against the
-/// fake (`storm_fake_cli`); this one is for the real CLI's truth.
+/// See the module doc: 32 real CLIs at once (64 with `LOAD_REAL_BRANCHES=16`).
 #[test]
 fn storm_real_cli() {
     let server = support::ApiServer::start();
@@ -551,7 +552,10 @@ fn storm_real_cli() {
     Scenario {
         label: "real CLI",
         convs,
-        branches: 8,
+        branches: std::env::var("LOAD_REAL_BRANCHES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(8),
         depth: 1,
         command: &command,
         runner: &runner,
