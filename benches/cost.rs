@@ -17,7 +17,9 @@
 //!
 //! - `BENCH_TURNS` — turns per conversation (default 30);
 //! - `BENCH_DIALECTS` — comma-separated names (default: the four below; `all`
-//!   adds the other renderings of `tests/e2e_dialects.rs`);
+//!   adds the other renderings of `tests/support/clients.rs`; `streamlines`
+//!   cannot be replayed without the shim: the real CLI refuses a stream-json
+//!   line with the assistant role, so its replay way fails from turn 2);
 //! - `BENCH_JOBS` — conversations run at once (default 3: the three ways of
 //!   one dialect; figures do not depend on it, each way has its own server);
 //! - `BENCH_OUT` — output directory (default `docs/bench`);
@@ -27,10 +29,10 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
+use support::clients::{self, args, result_reply, text_reply, user_line, Render};
 use support::{describe, run, ApiServer, LoggedRequest, Sandbox};
 
 const REPLY_BYTES: usize = 1500;
@@ -55,10 +57,7 @@ impl Way {
     }
 }
 
-/// Prior (user, reply) pairs and the new user message → (argv, stdin).
-type Render = fn(&[(String, String)], &str) -> (Vec<String>, Vec<u8>);
-
-/// How one client renders a turn (the renderings of `tests/e2e_dialects.rs`).
+/// How one client renders a turn (the renderings of `tests/support/clients.rs`).
 struct Dialect {
     name: &'static str,
     what: &'static str,
@@ -68,138 +67,29 @@ struct Dialect {
     reply: fn(&[u8]) -> String,
 }
 
-fn text_reply(out: &[u8]) -> String {
-    String::from_utf8_lossy(out).trim().to_owned()
-}
-
-/// The final `result` of stream-json output.
-fn result_reply(out: &[u8]) -> String {
-    String::from_utf8_lossy(out)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["type"] == "result")
-        .and_then(|v| v["result"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("no result event in {}", String::from_utf8_lossy(out)))
-}
-
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
-fn labels(history: &[(String, String)], cur: &str, user: &str, join: &str) -> String {
-    let mut parts = Vec::new();
-    for (u, a) in history {
-        parts.push(format!("{user}: {u}"));
-        parts.push(format!("Assistant: {a}"));
-    }
-    parts.push(format!("{user}: {cur}"));
-    parts.join(join)
-}
-
-fn user_line(text: &str, role: &str) -> String {
-    json!({"type": "user", "message": {"role": role, "content": [{"type": "text", "text": text}]}})
-        .to_string()
-}
-
-const LANGCHAIN_ARGS: &[&str] = &["-p", "--output-format", "stream-json", "--verbose"];
-const STREAM_IN_ARGS: &[&str] = &[
-    "-p",
-    "--input-format",
-    "stream-json",
-    "--output-format",
-    "stream-json",
-    "--verbose",
-    "--include-partial-messages",
-    "--permission-mode",
-    "default",
-];
-const CLINE_ARGS: &[&str] = &[
-    "--system-prompt",
-    "You are Cline.",
-    "--verbose",
-    "--output-format",
-    "stream-json",
-    "--disallowedTools",
-    "Bash",
-    "Edit",
-    "--max-turns",
-    "1",
-    "--model",
-    "claude-sonnet-4-5",
-    "-p",
-];
-const LINES_ARGS: &[&str] = &[
-    "-p",
-    "--input-format",
-    "stream-json",
-    "--output-format",
-    "stream-json",
-    "--verbose",
-];
-
-fn open_design(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let mut msgs = Vec::new();
-    for (u, a) in h {
-        msgs.push(format!("## user\n{u}"));
-        msgs.push(format!("## assistant\n{a}"));
-    }
-    msgs.push(format!("## user\n{cur}"));
-    let payload = format!(
-        "# Instructions (read first)\n\nYou design pages.\n\n---\n\nUse the tokens.\n\n---\n# User request\n\n{}",
-        msgs.join("\n\n")
-    );
-    (
-        args(STREAM_IN_ARGS),
-        format!("{}\n", user_line(&payload, "user")).into_bytes(),
-    )
-}
-
-fn messages_json(h: &[(String, String)], cur: &str) -> Vec<Value> {
-    let mut msgs = Vec::new();
-    for (u, a) in h {
-        msgs.push(json!({"role": "user", "content": [{"type": "text", "text": u}]}));
-        msgs.push(json!({"role": "assistant", "content": [{"type": "text", "text": a}]}));
-    }
-    msgs.push(json!({"role": "user", "content": [{"type": "text", "text": cur}]}));
-    msgs
-}
-
 fn dialects() -> Vec<Dialect> {
     vec![
         Dialect {
             name: "human",
             what: "Human:/Assistant: on stdin, text output (OpenAI-compatible wrapper)",
-            render: |h, cur| (args(&["-p"]), labels(h, cur, "Human", "\n\n").into_bytes()),
+            render: clients::wrapper,
             native: |cur| (args(&["-p"]), cur.as_bytes().to_vec()),
             reply: text_reply,
         },
         Dialect {
             name: "langchain",
             what: "User:/Assistant: positional, stream-json output (LangChain-style)",
-            render: |h, cur| {
-                let prompt = if h.is_empty() {
-                    cur.to_owned()
-                } else {
-                    labels(h, cur, "User", "\n\n")
-                };
-                let mut a = args(LANGCHAIN_ARGS);
-                a.extend(["--".to_owned(), prompt]);
-                (a, Vec::new())
-            },
-            native: |cur| {
-                let mut a = args(LANGCHAIN_ARGS);
-                a.extend(["--".to_owned(), cur.to_owned()]);
-                (a, Vec::new())
-            },
+            render: clients::langchain,
+            native: |cur| clients::langchain(&[], cur),
             reply: result_reply,
         },
         Dialect {
             name: "opendesign",
             what: "markdown headings in one stream-json input line (Open Design)",
-            render: open_design,
+            render: clients::open_design,
             native: |cur| {
                 (
-                    args(STREAM_IN_ARGS),
+                    args(clients::OPEN_DESIGN_ARGS),
                     format!("{}\n", user_line(cur, "user")).into_bytes(),
                 )
             },
@@ -208,29 +98,15 @@ fn dialects() -> Vec<Dialect> {
         Dialect {
             name: "cline",
             what: "JSON messages array on stdin, --system-prompt (Cline)",
-            render: |h, cur| {
-                (
-                    args(CLINE_ARGS),
-                    serde_json::to_vec(&messages_json(h, cur)).expect("json"),
-                )
-            },
-            native: |cur| (args(CLINE_ARGS), cur.as_bytes().to_vec()),
+            render: clients::cline,
+            native: |cur| (args(clients::CLINE_ARGS), cur.as_bytes().to_vec()),
             reply: result_reply,
         },
         // Not in the default set (BENCH_DIALECTS=all).
         Dialect {
             name: "relay",
             what: "System: line, single-newline Human:/Assistant:, Assistant: cue",
-            render: |h, cur| {
-                let prompt = format!(
-                    "System: be brief\n{}\nAssistant:",
-                    labels(h, cur, "Human", "\n")
-                );
-                (
-                    args(&["-p", "--output-format", "text"]),
-                    prompt.into_bytes(),
-                )
-            },
+            render: clients::relay,
             native: |cur| {
                 (
                     args(&["-p", "--output-format", "text"]),
@@ -242,43 +118,16 @@ fn dialects() -> Vec<Dialect> {
         Dialect {
             name: "streamlines",
             what: "one stream-json input line per message",
-            render: |h, cur| {
-                let mut lines = Vec::new();
-                for (u, a) in h {
-                    lines.push(user_line(u, "user"));
-                    lines.push(user_line(a, "assistant"));
-                }
-                lines.push(user_line(cur, "user"));
-                (
-                    args(LINES_ARGS),
-                    format!("{}\n", lines.join("\n")).into_bytes(),
-                )
-            },
-            native: |cur| {
-                (
-                    args(LINES_ARGS),
-                    format!("{}\n", user_line(cur, "user")).into_bytes(),
-                )
-            },
+            render: clients::stream_lines,
+            native: |cur| clients::stream_lines(&[], cur),
             reply: result_reply,
         },
         Dialect {
             name: "maxproxy",
             what: "<previous_response> XML, positional (claude-max-api-proxy)",
-            render: |h, cur| {
-                let mut parts = vec!["<system>\nYou are terse.\n</system>\n".to_string()];
-                for (u, a) in h {
-                    parts.push(u.clone());
-                    parts.push(format!("<previous_response>\n{a}\n</previous_response>\n"));
-                }
-                parts.push(cur.to_owned());
-                let prompt = parts.join("\n").trim().to_owned();
-                let mut a = args(MAXPROXY_ARGS);
-                a.push(prompt);
-                (a, Vec::new())
-            },
+            render: clients::maxproxy,
             native: |cur| {
-                let mut a = args(MAXPROXY_ARGS);
+                let mut a = args(clients::MAXPROXY_ARGS);
                 a.push(cur.to_owned());
                 (a, Vec::new())
             },
@@ -286,16 +135,6 @@ fn dialects() -> Vec<Dialect> {
         },
     ]
 }
-
-const MAXPROXY_ARGS: &[&str] = &[
-    "--print",
-    "--output-format",
-    "stream-json",
-    "--verbose",
-    "--include-partial-messages",
-    "--model",
-    "claude-sonnet-4-5",
-];
 
 const DEFAULT_DIALECTS: [&str; 4] = ["human", "langchain", "opendesign", "cline"];
 
@@ -309,20 +148,9 @@ fn user_message(i: usize) -> String {
     s
 }
 
-/// A server whose replies stay on one line (a reply holding a line that reads
-/// like a role marker would make any label dialect ambiguous), padded to
-/// ~1.5 KB.
+/// A one-line-reply server (see `clients::one_line_server`), padded to ~1.5 KB.
 fn server() -> ApiServer {
-    let server = ApiServer::start();
-    server.set_reply(|r| {
-        let echo: String = r
-            .last_user_text()
-            .unwrap_or_default()
-            .chars()
-            .take(40)
-            .collect();
-        format!("reply {}: {}", r.index, echo.replace(['\n', '\r'], " "))
-    });
+    let server = clients::one_line_server();
     server.set_reply_size(Some(REPLY_BYTES));
     server
 }

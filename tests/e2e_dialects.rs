@@ -8,12 +8,10 @@
 mod support;
 
 use serde_json::{json, Value};
+use support::clients::{self, args, labels, result_event, result_reply, text_reply, Render};
 use support::{describe, run, ApiServer, Sandbox};
 
 const TURNS: usize = 6;
-
-/// Given the prior (user, reply) pairs and the new user message: (argv, stdin).
-type Render = fn(&[(String, String)], &str) -> (Vec<String>, Vec<u8>);
 
 /// How one client renders a turn: argv, stdin, and where its reply comes from.
 struct Client {
@@ -23,60 +21,9 @@ struct Client {
     reply: fn(&[u8]) -> String,
 }
 
-fn text_reply(out: &[u8]) -> String {
-    String::from_utf8_lossy(out).trim().to_owned()
-}
-
-/// The final `result` of stream-json output.
-fn result_reply(out: &[u8]) -> String {
-    String::from_utf8_lossy(out)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["type"] == "result")
-        .and_then(|v| v["result"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("no result event in {}", String::from_utf8_lossy(out)))
-}
-
-fn args(list: &[&str]) -> Vec<String> {
-    list.iter().map(|s| s.to_string()).collect()
-}
-
-fn labels(history: &[(String, String)], cur: &str, user: &str, join: &str) -> String {
-    let mut parts = Vec::new();
-    for (u, a) in history {
-        parts.push(format!("{user}: {u}"));
-        parts.push(format!("Assistant: {a}"));
-    }
-    parts.push(format!("{user}: {cur}"));
-    parts.join(join)
-}
-
-fn user_line(text: &str, role: &str) -> String {
-    json!({"type": "user", "message": {"role": role, "content": [{"type": "text", "text": text}]}})
-        .to_string()
-}
-
-/// A server whose replies stay on one line. The default reply echoes the
-/// start of the prompt, which for a transcript would put a line reading
-/// `Human: …` into the reply — a reply no label dialect can tell from a turn
-/// (the shim then runs fresh, safely; tested in the unit tests).
-fn server() -> ApiServer {
-    let server = ApiServer::start();
-    server.set_reply(|r| {
-        let echo: String = r
-            .last_user_text()
-            .unwrap_or_default()
-            .chars()
-            .take(40)
-            .collect();
-        format!("reply {}: {}", r.index, echo.replace(['\n', '\r'], " "))
-    });
-    server
-}
-
 /// Drive `TURNS` turns of `client` through the shim and check every request.
 fn conversation(client: &Client) {
-    conversation_on(server(), client)
+    conversation_on(clients::one_line_server(), client)
 }
 
 fn conversation_on(server: ApiServer, client: &Client) {
@@ -179,7 +126,7 @@ fn conversation_on(server: ApiServer, client: &Client) {
 fn openai_wrapper_human_assistant() {
     conversation(&Client {
         name: "wrapper",
-        call: |h, cur| (args(&["-p"]), labels(h, cur, "Human", "\n\n").into_bytes()),
+        call: clients::wrapper,
         reply: text_reply,
     });
 }
@@ -188,16 +135,7 @@ fn openai_wrapper_human_assistant() {
 fn relay_system_line_single_newlines_and_cue() {
     conversation(&Client {
         name: "relay",
-        call: |h, cur| {
-            let prompt = format!(
-                "System: be brief\n{}\nAssistant:",
-                labels(h, cur, "Human", "\n")
-            );
-            (
-                args(&["-p", "--output-format", "text"]),
-                prompt.into_bytes(),
-            )
-        },
+        call: clients::relay,
         reply: text_reply,
     });
 }
@@ -210,13 +148,7 @@ fn relay_with_replies_that_quote_role_markers() {
         ApiServer::start(),
         &Client {
             name: "quoting",
-            call: |h, cur| {
-                let prompt = format!(
-                    "System: be brief\n{}\nAssistant:",
-                    labels(h, cur, "Human", "\n")
-                );
-                (args(&["-p"]), prompt.into_bytes())
-            },
+            call: clients::relay,
             reply: text_reply,
         },
     );
@@ -226,24 +158,7 @@ fn relay_with_replies_that_quote_role_markers() {
 fn langchain_user_assistant_positional() {
     conversation(&Client {
         name: "langchain",
-        call: |h, cur| {
-            let prompt = if h.is_empty() {
-                cur.to_owned()
-            } else {
-                labels(h, cur, "User", "\n\n")
-            };
-            (
-                args(&[
-                    "-p",
-                    "--output-format",
-                    "stream-json",
-                    "--verbose",
-                    "--",
-                    &prompt,
-                ]),
-                Vec::new(),
-            )
-        },
+        call: clients::langchain,
         reply: result_reply,
     });
 }
@@ -252,33 +167,7 @@ fn langchain_user_assistant_positional() {
 fn open_design_markdown_headings_stream_json() {
     conversation(&Client {
         name: "opendesign",
-        call: |h, cur| {
-            let mut msgs = Vec::new();
-            for (u, a) in h {
-                msgs.push(format!("## user\n{u}"));
-                msgs.push(format!("## assistant\n{a}"));
-            }
-            msgs.push(format!("## user\n{cur}"));
-            let payload = format!(
-                "# Instructions (read first)\n\nYou design pages.\n\n---\n\nUse the tokens.\n\n---\n# User request\n\n{}",
-                msgs.join("\n\n")
-            );
-            let argv = args(&[
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--include-partial-messages",
-                "--permission-mode",
-                "default",
-            ]);
-            (
-                argv,
-                format!("{}\n", user_line(&payload, "user")).into_bytes(),
-            )
-        },
+        call: clients::open_design,
         reply: result_reply,
     });
 }
@@ -287,68 +176,16 @@ fn open_design_markdown_headings_stream_json() {
 fn max_api_proxy_previous_response_positional() {
     conversation(&Client {
         name: "maxproxy",
-        call: |h, cur| {
-            let mut parts = vec!["<system>\nYou are terse.\n</system>\n".to_string()];
-            for (u, a) in h {
-                parts.push(u.clone());
-                parts.push(format!("<previous_response>\n{a}\n</previous_response>\n"));
-            }
-            parts.push(cur.to_owned());
-            let prompt = parts.join("\n").trim().to_owned();
-            let argv = args(&[
-                "--print",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--include-partial-messages",
-                "--model",
-                "claude-sonnet-4-5",
-                &prompt,
-            ]);
-            (argv, Vec::new())
-        },
+        call: clients::maxproxy,
         reply: result_reply,
     });
-}
-
-fn messages_json(h: &[(String, String)], cur: &str) -> Vec<Value> {
-    let mut msgs = Vec::new();
-    for (u, a) in h {
-        msgs.push(json!({"role": "user", "content": [{"type": "text", "text": u}]}));
-        msgs.push(json!({"role": "assistant", "content": [{"type": "text", "text": a}]}));
-    }
-    msgs.push(json!({"role": "user", "content": [{"type": "text", "text": cur}]}));
-    msgs
-}
-
-fn cline_args() -> Vec<String> {
-    args(&[
-        "--system-prompt",
-        "You are Cline.",
-        "--verbose",
-        "--output-format",
-        "stream-json",
-        "--disallowedTools",
-        "Bash",
-        "Edit",
-        "--max-turns",
-        "1",
-        "--model",
-        "claude-sonnet-4-5",
-        "-p",
-    ])
 }
 
 #[test]
 fn cline_json_messages_array() {
     conversation(&Client {
         name: "cline",
-        call: |h, cur| {
-            (
-                cline_args(),
-                serde_json::to_vec(&messages_json(h, cur)).unwrap(),
-            )
-        },
+        call: clients::cline,
         reply: result_reply,
     });
 }
@@ -357,10 +194,7 @@ fn cline_json_messages_array() {
 fn roo_system_prompt_wrapper() {
     conversation(&Client {
         name: "roo",
-        call: |h, cur| {
-            let body = json!({"systemPrompt": "You are Roo.", "messages": messages_json(h, cur)});
-            (cline_args(), serde_json::to_vec(&body).unwrap())
-        },
+        call: clients::roo,
         reply: result_reply,
     });
 }
@@ -369,23 +203,7 @@ fn roo_system_prompt_wrapper() {
 fn stream_json_line_per_message() {
     conversation(&Client {
         name: "streamlines",
-        call: |h, cur| {
-            let mut lines = Vec::new();
-            for (u, a) in h {
-                lines.push(user_line(u, "user"));
-                lines.push(user_line(a, "assistant"));
-            }
-            lines.push(user_line(cur, "user"));
-            let argv = args(&[
-                "-p",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--verbose",
-            ]);
-            (argv, format!("{}\n", lines.join("\n")).into_bytes())
-        },
+        call: clients::stream_lines,
         reply: result_reply,
     });
 }
@@ -394,15 +212,7 @@ fn stream_json_line_per_message() {
 fn generic_bracket_labels() {
     conversation(&Client {
         name: "bracket",
-        call: |h, cur| {
-            let mut parts = Vec::new();
-            for (u, a) in h {
-                parts.push(format!("[User]\n{u}"));
-                parts.push(format!("[Assistant]\n{a}"));
-            }
-            parts.push(format!("[User]\n{cur}"));
-            (args(&["-p"]), parts.join("\n\n").into_bytes())
-        },
+        call: clients::bracket,
         reply: text_reply,
     });
 }
@@ -412,7 +222,7 @@ fn generic_bracket_labels() {
 /// STILL the whole transcript. The session must end up with one copy.
 #[test]
 fn agent_sdk_caller_resume_with_replayed_transcript() {
-    let server = server();
+    let server = clients::one_line_server();
     let sandbox = Sandbox::new(&server);
     let control = r#"{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}"#;
     let mut history: Vec<(String, String)> = Vec::new();
@@ -448,11 +258,7 @@ fn agent_sdk_caller_resume_with_replayed_transcript() {
         let first: Value = serde_json::from_str(stdout.lines().next().unwrap_or("")).unwrap();
         assert_eq!(first["type"], "control_response", "turn {turn}: {stdout}");
         assert_eq!(first["response"]["request_id"], "req_1");
-        let result = stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .find(|v| v["type"] == "result")
-            .expect("result");
+        let result = result_event(&out.stdout);
         let sid = result["session_id"].as_str().unwrap().to_owned();
         if let Some(s) = &session {
             assert_eq!(&sid, s, "the caller's session continues");

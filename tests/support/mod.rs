@@ -7,6 +7,7 @@
 
 pub mod api;
 pub mod cli;
+pub mod clients;
 pub mod mask;
 pub mod sandbox;
 
