@@ -73,12 +73,11 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
     let Some(understood) = understand(prompt) else {
         return Ok(None);
     };
-    let mut store = Store::open_default()?;
-    let config_dir = env::claude_config_dir().context("no Claude config dir (HOME unset)")?;
-    let cwd = std::env::current_dir()?
-        .canonicalize()?
-        .to_string_lossy()
-        .into_owned();
+    let Place {
+        mut store,
+        config_dir,
+        cwd,
+    } = Place::here()?;
     let g = gather(
         &mut store,
         real,
@@ -93,13 +92,12 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
         Ok(c) if c.leased => Some(c.session.clone()),
         _ => None,
     };
-    let plan = plan::plan(Facts {
-        caller_session: m.caller_resume.clone(),
-        forced_fresh: env::fresh(),
-        candidate: g.candidate,
-        caps: caps(&g.caps),
-        new_id: uuid::Uuid::new_v4().to_string(),
-    });
+    let plan = plan::plan(facts(
+        m,
+        &g.caps,
+        g.candidate,
+        uuid::Uuid::new_v4().to_string(),
+    ));
     let mut d = Decision {
         plan,
         conv: g.conv,
@@ -125,12 +123,46 @@ pub fn decide(real: &Path, m: &Managed, prompt: &Prompt, guard: &str) -> Result<
     Ok(Some(d))
 }
 
-pub fn caps(c: &Capabilities) -> Caps {
-    Caps {
-        resume: c.resume,
-        fork_session: c.fork_session,
-        session_id: c.session_id,
-        resume_session_at: c.resume_session_at,
+/// Where a turn's facts live: the store, Claude Code's config dir, and the
+/// canonical cwd.
+pub struct Place {
+    pub store: Store,
+    pub config_dir: PathBuf,
+    pub cwd: String,
+}
+
+impl Place {
+    pub fn here() -> Result<Place> {
+        Ok(Place {
+            store: Store::open_default()?,
+            config_dir: env::claude_config_dir().context("no Claude config dir (HOME unset)")?,
+            cwd: std::env::current_dir()?
+                .canonicalize()?
+                .to_string_lossy()
+                .into_owned(),
+        })
+    }
+}
+
+/// The plain facts `plan` decides on, from the invocation, the environment
+/// and what `gather` found.
+pub fn facts(
+    m: &Managed,
+    c: &Capabilities,
+    candidate: Result<Candidate, Miss>,
+    new_id: String,
+) -> Facts {
+    Facts {
+        caller_session: m.caller_resume.clone(),
+        forced_fresh: env::fresh(),
+        candidate,
+        caps: Caps {
+            resume: c.resume,
+            fork_session: c.fork_session,
+            session_id: c.session_id,
+            resume_session_at: c.resume_session_at,
+        },
+        new_id,
     }
 }
 

@@ -6,9 +6,8 @@
 use crate::decide::{self, Gathered};
 use crate::dialect::{Detection, Role};
 use crate::invocation::{self, Class, InputFormat, Managed};
-use crate::plan::{self, Facts, Plan};
+use crate::plan::{self, Plan};
 use crate::prompt::{self, Prompt, SliceChunks};
-use crate::store::Store;
 use crate::{env, locate};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
@@ -158,13 +157,12 @@ fn lookup(
     m: &Managed,
     understood: (Detection, crate::dialect::Conversation),
 ) -> Result<(Gathered, Plan)> {
-    let mut store = Store::open_default()?;
+    let decide::Place {
+        mut store,
+        config_dir,
+        cwd,
+    } = decide::Place::here()?;
     let real = locate::real_claude(Path::new("claude-shim"))?;
-    let config_dir = env::claude_config_dir().context("no Claude config dir (HOME unset)")?;
-    let cwd = std::env::current_dir()?
-        .canonicalize()?
-        .to_string_lossy()
-        .into_owned();
     let guard = format!("1:{}", std::process::id());
     let g = decide::gather(
         &mut store,
@@ -181,13 +179,12 @@ fn lookup(
         c.leased = c.is_head;
         c
     });
-    let plan = plan::plan(Facts {
-        caller_session: m.caller_resume.clone(),
-        forced_fresh: env::fresh(),
+    let plan = plan::plan(decide::facts(
+        m,
+        &g.caps,
         candidate,
-        caps: decide::caps(&g.caps),
-        new_id: "<new session id>".into(),
-    });
+        "<new session id>".into(),
+    ));
     Ok((g, plan))
 }
 

@@ -42,7 +42,12 @@ pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
 
 /// exec the real binary; if even that fails, say so the way a shell would.
 pub fn exec_or_die(real: &Path, args: &[OsString], guard: &str) -> ! {
-    let err = passthrough::exec(real, args, guard);
+    cannot_run(real, &passthrough::exec(real, args, guard))
+}
+
+/// The real binary could not be started (exec or spawn): report it and exit
+/// as a shell would, 127 when it is not there, 126 when it cannot run.
+pub fn cannot_run(real: &Path, err: &std::io::Error) -> ! {
     eprintln!("claude-shim: cannot run {}: {err}", real.display());
     std::process::exit(if err.kind() == std::io::ErrorKind::NotFound {
         127

@@ -37,14 +37,7 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
             hold,
             guard: guard.to_owned(),
         };
-        runner::run(spec, &child).unwrap_or_else(|e| {
-            eprintln!("claude-shim: cannot run {}: {e}", real.display());
-            std::process::exit(if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            })
-        })
+        runner::run(spec, &child).unwrap_or_else(|e| crate::shim::cannot_run(real, &e))
     };
 
     let mut decision = match decide::decide(real, &managed, &prompt, guard) {
