@@ -368,7 +368,7 @@ fn seed_pins(s: &Setup, n: usize) -> Duration {
     {
         let mut pin = tx
             .prepare(
-                "INSERT INTO pins (scope, chain, session, assistant_uuid, reply_hashes, preamble_hash,
+                "INSERT INTO pins (scope, node, session, assistant_uuid, reply_hashes, preamble_hash,
                                    turns, cwd, created_at, reply_preview)
                  VALUES (?1, ?2, ?3, ?4, ?5, NULL, ?6, ?7, ?8, ?9)",
             )
@@ -379,13 +379,14 @@ fn seed_pins(s: &Setup, n: usize) -> Duration {
         let now = claude_shim::store::now();
         let mut sid = String::new();
         for i in 0..n {
-            let scope = identity::reply_hash(&format!("scope {}", i % 500));
+            let scope = identity::ReplyHash::of(&format!("scope {}", i % 500)).to_string();
             if i % 5 == 0 {
                 sid = uuid::Uuid::new_v4().to_string();
             }
             let at = uuid::Uuid::new_v4().to_string();
-            let chain = identity::reply_hash(&format!("chain {i}"));
-            let hashes = json!([identity::reply_hash(&format!("reply {i}"))]).to_string();
+            let chain = identity::ReplyHash::of(&format!("chain {i}")).to_string();
+            let hashes =
+                json!([identity::ReplyHash::of(&format!("reply {i}")).to_string()]).to_string();
             let preview = filler("preview", i, 120);
             pin.execute(rusqlite::params![
                 scope,
@@ -438,26 +439,26 @@ fn explain(s: &Setup, prompt: &Path) -> Value {
 /// Pin the prior turns of `t` to a new session whose file exists and ends at
 /// `ASSISTANT_UUID`, so the next turn resumes it in place.
 fn seed_resumable(s: &Setup, t: &Transcript, prompt: &Path) {
-    let scope = explain(s, prompt)["scope"]
-        .as_str()
-        .expect("scope")
-        .to_owned();
+    let explained = explain(s, prompt);
+    let id = &explained["identity"];
+    let (scope, node) = (
+        id["scope"].as_str().expect("scope"),
+        id["node"].as_str().expect("node"),
+    );
     let session = uuid::Uuid::new_v4().to_string();
-    let chain = identity::chain(&scope, t.users.iter().map(String::as_str));
-    let hashes = vec![identity::reply_hash(&t.last_reply)];
+    let mut pin = NewPin::of_turns(
+        &session,
+        ASSISTANT_UUID,
+        &s.work.to_string_lossy(),
+        &[],
+        &t.last_reply,
+    );
+    pin.scope = identity::Scope::from_stored(scope.to_owned());
+    pin.node = identity::Node::from_stored(node.to_owned());
+    pin.turns = t.users.len();
     let mut store = Store::open_in(&s.shim_home).expect("open store");
     store
-        .add_pin(&NewPin {
-            scope: &scope,
-            chain: &chain,
-            session: &session,
-            assistant_uuid: Some(ASSISTANT_UUID),
-            reply_hashes: &hashes,
-            preamble_hash: None,
-            turns: t.users.len(),
-            cwd: &s.work.to_string_lossy(),
-            reply_preview: "seeded",
-        })
+        .add_pin(&pin, claude_shim::store::pins::Ownership::Kept, "/c")
         .expect("add_pin");
     let dir = s.home.join(".claude/projects/-bench");
     std::fs::create_dir_all(&dir).expect("mkdir projects");
@@ -1061,7 +1062,7 @@ fn phases(s: &Setup, cases: &[Case], n: usize) {
                 let prompt = claude_shim::prompt::Prompt::Stdin {
                     bytes: bytes.clone(),
                 };
-                std::hint::black_box(claude_shim::decide::understand(&prompt));
+                std::hint::black_box(claude_shim::turn::understand::understand(&prompt));
             })
         },
     );
@@ -1078,7 +1079,11 @@ fn phases(s: &Setup, cases: &[Case], n: usize) {
         "identity::chain over the user turns (once per lookup/pin)",
         &|c| {
             time_ms(n, || {
-                std::hint::black_box(identity::chain("scope", c.users.iter().map(String::as_str)));
+                std::hint::black_box(
+                    c.users
+                        .iter()
+                        .fold(identity::Chain::empty(), |ch, u| ch.user(u)),
+                );
             })
         },
     );
@@ -1115,10 +1120,12 @@ fn phases(s: &Setup, cases: &[Case], n: usize) {
         );
     }
     // The database: opening it is the same for every size.
-    let scope = identity::reply_hash("no such scope");
+    let node = identity::Chain::empty()
+        .user("no such turn")
+        .node(&identity::ScopeParts::default().scope());
     let open_and_find = || {
         let store = Store::open_in(&s.shim_home).expect("open store");
-        std::hint::black_box(store.find_pins(&scope, "no such chain").expect("find"));
+        std::hint::black_box(store.find_pins(&node).expect("find"));
     };
     checkpoint(s);
     let empty = time_ms(n, open_and_find);

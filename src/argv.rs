@@ -284,6 +284,17 @@ fn looks_like_option(arg: &str) -> bool {
 
 /// Parses `args` (argv without argv[0]) the way the real CLI's root command
 /// would.
+/// argv without every occurrence of the long flag `name` (one that takes
+/// no value and has no short form, so it never shares an argument).
+pub fn without(args: &[OsString], parsed: &ParsedArgs, name: &str) -> Vec<OsString> {
+    let gone: Vec<std::ops::Range<usize>> = parsed.uses(name).map(|u| u.start..u.end).collect();
+    args.iter()
+        .enumerate()
+        .filter(|(i, _)| !gone.iter().any(|r| r.contains(i)))
+        .map(|(_, a)| a.clone())
+        .collect()
+}
+
 pub fn parse(args: &[OsString]) -> Result<ParsedArgs, ParseError> {
     let args = args
         .iter()
@@ -554,6 +565,16 @@ mod tests {
         // The last `-r` has no value, and the last occurrence decides.
         assert_eq!(parsed.value("resume"), None);
         assert_eq!(parsed.uses("resume").count(), 2);
+    }
+
+    #[test]
+    fn without_removes_every_occurrence_and_nothing_else() {
+        let args = words("-p --no-session-persistence --model m --no-session-persistence -- x");
+        let parsed = parse(&args).unwrap();
+        let out = without(&args, &parsed, "no-session-persistence");
+        assert_eq!(out, words("-p --model m -- x"));
+        let reparsed = parse(&out).unwrap();
+        assert_eq!(reparsed.positionals[0].value, "x");
     }
 
     #[test]

@@ -19,6 +19,13 @@ pub const DIALECT: &str = "CLAUDE_SHIM_DIALECT";
 pub const LOG: &str = "CLAUDE_SHIM_LOG";
 /// Recursion guard set on every child: `<depth>:<pid of the shim>`.
 pub const GUARD: &str = "CLAUDE_SHIM_GUARD";
+/// `respect`: pass `--no-session-persistence` calls through untouched.
+pub const PERSISTENCE: &str = "CLAUDE_SHIM_PERSISTENCE";
+/// How long an ephemeral session (of a `--no-session-persistence` caller)
+/// may sit idle before the shim deletes it.
+pub const EPHEMERAL_TTL: &str = "CLAUDE_SHIM_EPHEMERAL_TTL";
+/// `portable`: use the portable fallbacks of the Linux-only calls (tests).
+pub const PLATFORM: &str = "CLAUDE_SHIM_PLATFORM";
 
 /// All variables with a one-line description, for `--help` and the README.
 pub const ALL: &[(&str, &str)] = &[
@@ -49,6 +56,18 @@ pub const ALL: &[(&str, &str)] = &[
     (
         LOG,
         "append debug lines to this file (never to the caller's streams)",
+    ),
+    (
+        PERSISTENCE,
+        "respect = pass --no-session-persistence calls through (default: resume them in ephemeral sessions)",
+    ),
+    (
+        EPHEMERAL_TTL,
+        "idle time after which an ephemeral session's file is deleted (default 1h)",
+    ),
+    (
+        PLATFORM,
+        "portable = use the portable fallbacks of Linux-only calls (for tests)",
     ),
 ];
 
@@ -86,6 +105,29 @@ pub fn dialect() -> Option<String> {
 /// Preamble policy; anything unrecognised means the default (dedupe).
 pub fn preamble_keep() -> bool {
     std::env::var(PREAMBLE).is_ok_and(|v| v.trim().eq_ignore_ascii_case("keep"))
+}
+
+/// Whether `--no-session-persistence` calls pass through untouched.
+pub fn respect_persistence() -> bool {
+    std::env::var(PERSISTENCE).is_ok_and(|v| v.trim().eq_ignore_ascii_case("respect"))
+}
+
+/// Idle time after which an ephemeral session is deleted: `30m`, `1h`, `2d`,
+/// or plain seconds; default one hour.
+pub fn ephemeral_ttl() -> std::time::Duration {
+    std::env::var(EPHEMERAL_TTL)
+        .ok()
+        .and_then(|v| span(&v))
+        .unwrap_or(std::time::Duration::from_secs(3600))
+}
+
+pub fn portable_platform() -> bool {
+    std::env::var(PLATFORM).is_ok_and(|v| v.trim().eq_ignore_ascii_case("portable"))
+}
+
+/// A span like `90s`, `30m`, `24h`, `7d`, `2w`.
+pub fn span(text: &str) -> Option<std::time::Duration> {
+    crate::cli::duration::parse(text).ok()
 }
 
 /// The data directory: `CLAUDE_SHIM_HOME`, else `$XDG_DATA_HOME/claude-shim`,

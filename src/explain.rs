@@ -1,23 +1,31 @@
 //! `claude-shim explain`: a dry run of one turn. It shows how the shim reads
 //! the invocation and prompt, which pin (if any) matches and why not, and
-//! exactly what would be sent — without running the real claude or taking
-//! a lease.
+//! exactly what would be sent — computed by the same stages a turn runs,
+//! without running the real claude or taking a lease.
 
-use crate::decide::{self, Gathered};
-use crate::dialect::{Detection, Role};
-use crate::invocation::{self, Class, InputFormat, Managed};
-use crate::plan::{self, Plan};
+use crate::dialect::Role;
+use crate::invocation::{self, Class, InputFormat, Managed, Mode, OutputFormat, Policy};
 use crate::prompt::{self, Prompt, SliceChunks};
+use crate::turn::lookup::{self, Place, Query};
+use crate::turn::plan::{self, How, Plan};
+use crate::turn::understand::{self, Understood};
+use crate::turn::why::Reason;
+use crate::turn::{attempt, Attempt};
 use crate::{env, locate};
 use anyhow::{Context, Result};
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// `input`: the caller's stdin (a file, or `-`/None for our stdin).
 /// `args`: the claude argv to explain (default `-p`).
-pub fn run(input: Option<&Path>, args: Vec<OsString>, as_json: bool) -> Result<i32> {
+pub fn run(
+    input: Option<&Path>,
+    args: Vec<OsString>,
+    as_json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     let args = if args.is_empty() {
         vec!["-p".into()]
     } else {
@@ -25,11 +33,107 @@ pub fn run(input: Option<&Path>, args: Vec<OsString>, as_json: bool) -> Result<i
     };
     let report = explain(input, &args)?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
     } else {
-        print!("{}", human(&report));
+        out.write_all(human(&report).as_bytes())?;
     }
-    Ok(0)
+    Ok(())
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub argv: Vec<String>,
+    pub managed: bool,
+    /// Why the call passes straight through (when it does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_through: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_format: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_format: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ephemeral: Option<bool>,
+    pub prompt_bytes: usize,
+    pub dialect: Option<&'static str>,
+    pub recognised: bool,
+    pub why_not_recognised: Option<String>,
+    pub preamble: Option<String>,
+    pub prior_turns: Vec<TurnView>,
+    pub current: Option<String>,
+    pub suffix: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<IdentityView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<crate::probe::Capabilities>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pin: Option<PinView>,
+    pub plan: Option<PlanView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_run_argv: Option<Vec<String>>,
+    /// The prompt bytes the turn would hand the CLI (lossy UTF-8 here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_send: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_send_bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TurnView {
+    pub role: &'static str,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct IdentityView {
+    pub scope: String,
+    /// The node pins are looked up by.
+    pub node: String,
+    pub cwd: String,
+    pub config_dir: String,
+    pub cli_version: String,
+    /// Session-shaping flags present.
+    pub flags: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PinView {
+    pub session: String,
+    pub at: Option<String>,
+    pub file_exists: bool,
+    pub is_head: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PlanView {
+    /// `resume` | `fork` | `fresh` | `caller-resume` | `unchanged`
+    pub kind: &'static str,
+    pub session: Option<String>,
+    /// For a fork: the session it branches from, and where.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    pub why: WhyView,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WhyView {
+    pub code: &'static str,
+    pub text: String,
+}
+
+impl From<Reason> for WhyView {
+    fn from(r: Reason) -> WhyView {
+        WhyView {
+            code: r.code,
+            text: r.text,
+        }
+    }
 }
 
 fn read_input(input: Option<&Path>) -> Result<Vec<u8>> {
@@ -45,90 +149,161 @@ fn read_input(input: Option<&Path>) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Value> {
-    let argv: Vec<String> = args
-        .iter()
+fn lossy(args: &[OsString]) -> Vec<String> {
+    args.iter()
         .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let managed = match invocation::classify(args, env::bypass()) {
+        .collect()
+}
+
+pub fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Report> {
+    let mut report = Report {
+        argv: lossy(args),
+        ..Default::default()
+    };
+    let managed = match invocation::classify(args, Policy::from_env()) {
         Class::PassThrough(reason) => {
-            return Ok(json!({
-                "argv": argv,
-                "managed": false,
-                "pass_through": reason.describe(),
-                "would_run": "the real claude, exec'd with the same argv and streams",
-            }))
+            report.pass_through = Some(reason.describe());
+            return Ok(report);
         }
         Class::Managed(m) => m,
     };
-    let prompt = prompt_of(&managed, input)?;
-    let Some((detection, conv)) = decide::understand(&prompt) else {
-        return Ok(json!({
-            "argv": argv,
-            "managed": true,
-            "prompt_bytes": prompt.len(),
-            "dialect": null,
-            "why": "the prompt is not text the shim can read (binary, several text blocks, or no user message); it runs unchanged",
-        }));
-    };
-    let turns: Vec<Value> = conv
-        .prior
-        .iter()
-        .map(|t| json!({"role": if t.role == Role::User {"user"} else {"assistant"}, "text": preview(&t.text)}))
-        .collect();
-    let mut report = json!({
-        "argv": argv,
-        "managed": true,
-        "mode": format!("{:?}", managed.mode),
-        "input_format": format!("{:?}", managed.input),
-        "output_format": format!("{:?}", managed.output),
-        "prompt_bytes": prompt.len(),
-        "dialect": conv.dialect,
-        "recognised": matches!(detection, Detection::Recognised(_)),
-        "why_not_recognised": match &detection { Detection::Unrecognised(why) => json!(why), _ => Value::Null },
-        "preamble": conv.preamble.as_deref().map(preview),
-        "prior_turns": turns,
-        "current": preview(&conv.current),
-        "suffix": conv.suffix,
+    report.managed = true;
+    report.mode = Some(match managed.mode {
+        Mode::Print => "print",
+        Mode::Sdk => "agent-sdk",
     });
-    match lookup(&managed, (detection, conv.clone())) {
-        Ok((g, plan)) => {
-            let send_preamble = env::preamble_keep() || g.preamble_changed;
-            let sent = match &plan {
-                Plan::Resume { .. } | Plan::Caller { .. } => {
-                    crate::rewrite::delta(&conv, send_preamble)
+    report.input_format = Some(match managed.input {
+        InputFormat::Text => "text",
+        InputFormat::StreamJson => "stream-json",
+    });
+    report.output_format = Some(match managed.output {
+        OutputFormat::Text => "text",
+        OutputFormat::Json => "json",
+        OutputFormat::StreamJson => "stream-json",
+    });
+    report.ephemeral = Some(managed.ephemeral);
+    // As a turn does: a caller that turned persistence off runs without it.
+    let args = match managed.ephemeral {
+        true => crate::argv::without(args, &managed.args, "no-session-persistence"),
+        false => args.to_vec(),
+    };
+    let managed = Managed {
+        args: crate::argv::parse(&args).unwrap_or(managed.args.clone()),
+        ..managed
+    };
+    let prompt = prompt_of(&managed, input)?;
+    report.prompt_bytes = prompt.len();
+    let Some(u) = understand::understand(&prompt) else {
+        report.plan = Some(PlanView {
+            kind: "unchanged",
+            session: None,
+            from: None,
+            at: None,
+            why: match &prompt {
+                Prompt::None { .. } if !prompt.is_empty() => {
+                    Reason::no_user_message(prompt::CONTROL_PATIENCE.as_millis() as u64)
                 }
-                _ => String::from_utf8_lossy(&original_bytes(&prompt)).into_owned(),
-            };
-            let extra = report.as_object_mut().context("report is an object")?;
-            extra.insert("scope".into(), json!(g.scope));
-            extra.insert("capabilities".into(), json!({
-                "version": g.caps.version, "resume": g.caps.resume, "fork_session": g.caps.fork_session,
-                "session_id": g.caps.session_id, "resume_session_at": g.caps.resume_session_at,
-            }));
-            extra.insert("pin".into(), match &g.candidate {
-                Ok(c) => json!({"session": c.session, "at": c.at, "file_exists": c.file_exists, "is_head": c.is_head}),
-                Err(miss) => json!({"miss": format!("{miss:?}"), "why": miss_text(miss)}),
+                _ => Reason::not_text(),
+            }
+            .into(),
+        });
+        return Ok(report);
+    };
+    describe_conversation(&mut report, &u);
+    match lookup_plan(&managed, &u) {
+        Ok((place, found, caps, plan)) => {
+            let send_preamble = env::preamble_keep() || found.preamble_changed;
+            let a = attempt::attempt(&plan, &u.conv, send_preamble, &prompt, &args, managed.input);
+            report.identity = Some(IdentityView {
+                scope: found.scope.to_string(),
+                node: found.node.to_string(),
+                cwd: place.cwd.clone(),
+                config_dir: place.config_dir.to_string_lossy().into_owned(),
+                cli_version: caps.version.clone(),
+                flags: found.parts.flags.keys().cloned().collect(),
             });
-            extra.insert("plan".into(), json!(format!("{plan:?}")));
-            let new_args: Vec<String> = crate::rewrite::argv(&plan, args)
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            extra.insert("would_run_argv".into(), json!(new_args));
-            extra.insert("would_send".into(), json!(sent));
-            extra.insert("would_send_bytes".into(), json!(sent.len()));
+            report.capabilities = Some(caps);
+            report.pin = found.candidate.as_ref().ok().map(|c| PinView {
+                session: c.session.clone(),
+                at: c.at.clone(),
+                file_exists: c.file_exists,
+                is_head: c.is_head,
+            });
+            report.plan = Some(plan_view(&plan, Reason::of(&plan, found.busy)));
+            sent(&mut report, &a, &prompt);
         }
         Err(e) => {
-            let extra = report.as_object_mut().context("report is an object")?;
-            extra.insert("store_error".into(), json!(format!("{e:#}")));
-            extra.insert(
-                "plan".into(),
-                json!("run unchanged (the shim bypasses itself)"),
-            );
+            report.store_error = Some(format!("{e:#}"));
+            report.plan = Some(PlanView {
+                kind: "unchanged",
+                session: None,
+                from: None,
+                at: None,
+                why: Reason::store_unavailable(&format!("{e:#}")).into(),
+            });
         }
     }
     Ok(report)
+}
+
+fn describe_conversation(report: &mut Report, u: &Understood) {
+    let conv = &u.conv;
+    report.recognised = u.unrecognised.is_none();
+    report.dialect = report.recognised.then_some(conv.dialect);
+    report.why_not_recognised = u.unrecognised.clone();
+    report.preamble = conv.preamble.as_deref().map(preview);
+    report.prior_turns = conv
+        .prior
+        .iter()
+        .map(|t| TurnView {
+            role: match t.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            },
+            text: preview(&t.text),
+        })
+        .collect();
+    report.current = Some(preview(&conv.current));
+    report.suffix = conv.suffix.clone();
+}
+
+fn sent(report: &mut Report, a: &Attempt, prompt: &Prompt) {
+    let bytes = a.prompt_bytes(prompt);
+    report.would_run_argv = Some(lossy(&a.args));
+    report.would_send_bytes = Some(bytes.len());
+    report.would_send = Some(String::from_utf8_lossy(&bytes).into_owned());
+}
+
+fn plan_view(plan: &Plan, why: Reason) -> PlanView {
+    let (kind, session, from, at) = match plan {
+        Plan::Resume {
+            session,
+            how: How::InPlace,
+        } => ("resume", Some(session.clone()), None, None),
+        Plan::Resume {
+            session,
+            how: How::ForkAt { at, new },
+        } => (
+            "fork",
+            Some(new.clone()),
+            Some(session.clone()),
+            Some(at.clone()),
+        ),
+        Plan::Resume {
+            session,
+            how: How::ForkHead { new },
+        } => ("fork", Some(new.clone()), Some(session.clone()), None),
+        Plan::Fresh { session, .. } => ("fresh", Some(session.clone()), None, None),
+        Plan::Caller { session } => ("caller-resume", Some(session.clone()), None, None),
+        Plan::AsIs { .. } => ("unchanged", None, None, None),
+    };
+    PlanView {
+        kind,
+        session,
+        from,
+        at,
+        why: why.into(),
+    }
 }
 
 /// The prompt as the shim would read it, with `input` as the caller's stdin.
@@ -145,56 +320,32 @@ fn prompt_of(m: &Managed, input: Option<&Path>) -> Result<Prompt> {
     })
 }
 
-fn original_bytes(p: &Prompt) -> Vec<u8> {
-    match p {
-        Prompt::Positional { text, .. } => text.clone().into_bytes(),
-        Prompt::Stdin { bytes } | Prompt::None { bytes, .. } => bytes.clone(),
-        Prompt::StreamJson { line, more, .. } => [&line[..], &more.concat()].concat(),
-    }
-}
-
-fn lookup(
+fn lookup_plan(
     m: &Managed,
-    understood: (Detection, crate::dialect::Conversation),
-) -> Result<(Gathered, Plan)> {
-    let decide::Place {
-        mut store,
-        config_dir,
-        cwd,
-    } = decide::Place::here()?;
+    u: &Understood,
+) -> Result<(Place, lookup::Found, crate::probe::Capabilities, Plan)> {
+    let place = Place::here()?;
     let real = locate::real_claude(Path::new("claude-shim"))?;
     let guard = format!("1:{}", std::process::id());
-    let g = decide::gather(
-        &mut store,
-        &real,
-        m,
-        understood,
-        &config_dir,
-        &cwd,
-        &guard,
-        false,
+    let caps = place.capabilities(&real, &guard)?;
+    let found = lookup::lookup(
+        &place,
+        &Query {
+            args: &m.args,
+            conv: &u.conv,
+            unrecognised: u.unrecognised.as_deref(),
+            caps: &caps,
+        },
+        lookup::Mode::DryRun,
     )?;
-    // Without a lease, an in-place resume shows as possible when the node is the head.
-    let candidate = g.candidate.clone().map(|mut c| {
-        c.leased = c.is_head;
-        c
+    let plan = plan::plan(plan::Facts {
+        caller_session: m.caller_resume.clone(),
+        forced_fresh: env::fresh(),
+        candidate: found.candidate.clone(),
+        caps: caps.clone(),
+        new_id: "<new session id>".into(),
     });
-    let plan = plan::plan(decide::facts(
-        m,
-        &g.caps,
-        candidate,
-        "<new session id>".into(),
-    ));
-    Ok((g, plan))
-}
-
-fn miss_text(miss: &plan::Miss) -> &'static str {
-    match miss {
-        plan::Miss::NoHistory => "no earlier turns in the prompt: a first turn runs fresh and is pinned",
-        plan::Miss::NoPin => "the shim has not seen these user turns in this scope (cwd, config dir, binary, session-shaping flags)",
-        plan::Miss::ReplyDiffers => "pins exist for these user turns, but none holds the last assistant turn as the caller sent it (edited, truncated, or never received)",
-        plan::Miss::BadSessionId => "the pinned session id is not a UUID",
-    }
+    Ok((place, found, caps, plan))
 }
 
 fn preview(text: &str) -> String {
@@ -208,74 +359,102 @@ fn preview(text: &str) -> String {
     }
 }
 
-fn human(r: &Value) -> String {
-    let s = |k: &str| match &r[k] {
-        Value::String(v) => v.clone(),
-        Value::Null => "-".into(),
-        v => v.to_string(),
-    };
-    let mut out = format!("argv:      {}\n", s("argv"));
-    if r["managed"] == json!(false) {
-        out.push_str(&format!("pass-through: {}\n", s("pass_through")));
+fn human(r: &Report) -> String {
+    let mut out = format!("argv:      {}\n", shell_words(&r.argv));
+    if let Some(why) = &r.pass_through {
+        out.push_str(&format!(
+            "pass-through: {why}\n           the real claude runs with the same argv and streams\n"
+        ));
         return out;
     }
     out.push_str(&format!(
-        "mode:      {} (input {}, output {}), prompt {} bytes\n",
-        s("mode"),
-        s("input_format"),
-        s("output_format"),
-        s("prompt_bytes")
+        "mode:      {} (input {}, output {}), prompt {} bytes{}\n",
+        r.mode.unwrap_or("-"),
+        r.input_format.unwrap_or("-"),
+        r.output_format.unwrap_or("-"),
+        r.prompt_bytes,
+        if r.ephemeral == Some(true) {
+            "; persistence off (the shim owns the session)"
+        } else {
+            ""
+        }
     ));
-    out.push_str(&format!("dialect:   {}", s("dialect")));
-    if let Some(why) = r["why_not_recognised"].as_str() {
-        out.push_str(&format!(" (not recognised: {why})"));
+    match (&r.dialect, &r.why_not_recognised) {
+        (Some(d), _) => out.push_str(&format!("dialect:   {d}\n")),
+        (None, Some(why)) => out.push_str(&format!("dialect:   none ({why})\n")),
+        (None, None) => {}
     }
-    out.push('\n');
-    if let Some(why) = r["why"].as_str() {
-        out.push_str(&format!("note:      {why}\n"));
-        return out;
-    }
-    if let Some(p) = r["preamble"].as_str() {
+    if let Some(p) = &r.preamble {
         out.push_str(&format!("preamble:  {p}\n"));
     }
-    for t in r["prior_turns"].as_array().into_iter().flatten() {
+    for t in &r.prior_turns {
+        out.push_str(&format!("  {:<9} {}\n", t.role, t.text));
+    }
+    if let Some(c) = &r.current {
+        out.push_str(&format!("current:   {c}\n"));
+    }
+    if let Some(e) = &r.store_error {
+        out.push_str(&format!("store:     {e}\n"));
+    }
+    if let Some(id) = &r.identity {
+        let flags = if id.flags.is_empty() {
+            "no session-shaping flags".to_owned()
+        } else {
+            id.flags
+                .iter()
+                .map(|f| format!("--{f}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         out.push_str(&format!(
-            "  {:<9} {}\n",
-            t["role"].as_str().unwrap_or(""),
-            t["text"].as_str().unwrap_or("")
+            "identity:  {} · Claude Code {} · {} · {flags}\n",
+            id.cwd, id.cli_version, id.config_dir
         ));
     }
-    out.push_str(&format!("current:   {}\n", s("current")));
-    if let Some(e) = r["store_error"].as_str() {
-        out.push_str(&format!("store:     {e}\nplan:      {}\n", s("plan")));
-        return out;
-    }
-    out.push_str(&format!("scope:     {}\n", s("scope")));
-    let pin = &r["pin"];
-    match pin["session"].as_str() {
-        Some(session) => out.push_str(&format!(
-            "pin:       session {session} at {} (file {}, head {})\n",
-            pin["at"].as_str().unwrap_or("?"),
-            if pin["file_exists"] == json!(true) {
+    if let Some(pin) = &r.pin {
+        out.push_str(&format!(
+            "pin:       session {} at {} (file {}, {})\n",
+            pin.session,
+            pin.at.as_deref().unwrap_or("?"),
+            if pin.file_exists {
                 "present"
             } else {
-                "MISSING"
+                "missing"
             },
-            pin["is_head"]
-        )),
-        None => out.push_str(&format!(
-            "pin:       none — {}\n",
-            pin["why"].as_str().unwrap_or("")
-        )),
+            if pin.is_head {
+                "its latest point"
+            } else {
+                "behind its latest point"
+            }
+        ));
     }
-    out.push_str(&format!("plan:      {}\n", s("plan")));
-    out.push_str(&format!("would run: claude {}\n", s("would_run_argv")));
-    out.push_str(&format!(
-        "would send ({} bytes):\n{}\n",
-        s("would_send_bytes"),
-        s("would_send")
-    ));
+    if let Some(plan) = &r.plan {
+        let what = match (plan.kind, &plan.session, &plan.from) {
+            ("fork", Some(new), Some(from)) => format!("fork {from} into {new}"),
+            (kind, Some(s), _) => format!("{kind} {s}"),
+            (kind, None, _) => kind.to_owned(),
+        };
+        out.push_str(&format!("plan:      {what}\n"));
+        out.push_str(&format!(
+            "why:       {} ({})\n",
+            plan.why.text, plan.why.code
+        ));
+    }
+    if let Some(argv) = &r.would_run_argv {
+        out.push_str(&format!("would run: claude {}\n", shell_words(argv)));
+    }
+    if let (Some(bytes), Some(text)) = (r.would_send_bytes, &r.would_send) {
+        out.push_str(&format!("would send ({bytes} bytes):\n{text}\n"));
+    }
     out
+}
+
+/// argv as a person would type it (quoted where needed).
+fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|a| crate::cli::quote::posix(a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -283,9 +462,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn human_report_of_a_pass_through() {
-        let r = json!({"argv": ["--version"], "managed": false, "pass_through": "--version"});
-        assert!(human(&r).contains("pass-through: --version"));
+    fn human_report_of_a_pass_through_has_no_debug_formatting() {
+        let r = Report {
+            argv: vec!["--version".into()],
+            pass_through: Some("--version".into()),
+            ..Default::default()
+        };
+        let text = human(&r);
+        assert!(text.contains("pass-through: --version"), "{text}");
+        let r = Report {
+            argv: vec!["-p".into(), "a b".into()],
+            managed: true,
+            plan: Some(plan_view(
+                &Plan::Fresh {
+                    session: "N".into(),
+                    why: plan::Why::Missed(plan::Miss::NoHistory),
+                },
+                Reason::from_miss(&plan::Miss::NoHistory),
+            )),
+            ..Default::default()
+        };
+        let text = human(&r);
+        assert!(text.contains("argv:      -p 'a b'"), "{text}");
+        assert!(text.contains("plan:      fresh N"), "{text}");
+        assert!(text.contains("(first-turn)"), "{text}");
+        for debug in ["Fresh {", "Missed(", "Some(", "\"]"] {
+            assert!(!text.contains(debug), "{text}");
+        }
     }
 
     #[test]

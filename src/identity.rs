@@ -1,12 +1,71 @@
-//! Identity: which pinned sessions a turn may land in. The scope binds a
-//! conversation to its cwd, config dir, real binary and every flag that shapes
-//! a session; the chain hash names a node by its turns (the user's and the
-//! replies between them); reply hashes
-//! prove the caller received the reply the session holds.
+//! Identity: which pinned sessions a turn may land in.
+//!
+//! - [`ScopeParts`] are what binds a conversation to a place: the cwd, the
+//!   Claude config dir, the CLI version and every flag that shapes a session.
+//!   Their hash is the [`Scope`]; each part is kept with a pin, so a turn that
+//!   misses can say which part differed.
+//! - A [`Chain`] names a conversation's turns (the user's and the replies
+//!   between them) without any scope; a [`Node`] is a chain bound to a scope,
+//!   the key pins are looked up by.
+//! - [`ReplyHash`]es prove the caller received the reply the session holds.
+//! - A [`ConvKey`] is stable over a whole conversation (its first user
+//!   message), for routing and for grouping turns in reports.
 
 use crate::argv::ParsedArgs;
+use crate::dialect::{Role, Turn};
 use crate::observe::Observation;
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+macro_rules! hash_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+            /// A value read back from the store (trusted as written).
+            pub fn from_stored(s: String) -> Self {
+                $name(s)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+hash_type!(
+    /// Hash of a turn's [`ScopeParts`].
+    Scope
+);
+hash_type!(
+    /// A conversation's turns, without scope: finds the same conversation
+    /// in another directory or with other flags.
+    Chain
+);
+hash_type!(
+    /// A [`Chain`] within a [`Scope`]: the key pins are found by.
+    Node
+);
+hash_type!(
+    /// A reply as compared for proof of receipt.
+    ReplyHash
+);
+hash_type!(
+    /// A preamble (instructions) as last sent to a session.
+    PreambleHash
+);
+hash_type!(
+    /// The stable key of a conversation: its first user message.
+    ConvKey
+);
 
 /// Flags whose value shapes the session (a resume would silently ignore a
 /// change to most of them, so a change must mean a new session).
@@ -41,8 +100,34 @@ const FILE_FLAGS: &[&str] = &[
 pub struct ScopeInput<'a> {
     pub cwd: &'a str,
     pub config_dir: &'a str,
+    /// The CLI's version (not its path: the same version installed elsewhere,
+    /// or on another host, writes the same sessions).
     pub binary: &'a str,
     pub args: &'a ParsedArgs,
+}
+
+/// Everything a scope is made of, part by part.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ScopeParts {
+    pub cwd: String,
+    pub config_dir: String,
+    pub binary: String,
+    /// Each shaping flag present → a hash of its values (and of the contents
+    /// of the files they name).
+    pub flags: BTreeMap<String, String>,
+}
+
+/// Why a conversation seen elsewhere is not this one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Difference {
+    /// Seen in that directory.
+    Cwd(String),
+    /// Seen with that Claude config dir.
+    ConfigDir(String),
+    /// Seen with that CLI version.
+    Binary(String),
+    /// This shaping flag was added, removed or changed.
+    Flag(String),
 }
 
 fn hex(d: Sha256) -> String {
@@ -55,29 +140,68 @@ fn field(h: &mut Sha256, bytes: &[u8]) {
     h.update(bytes);
 }
 
-/// The scope hash. `read` returns a file's contents (injected for tests).
-pub fn scope(input: &ScopeInput<'_>, read: impl Fn(&str) -> Option<Vec<u8>>) -> String {
-    let mut h = Sha256::new();
-    field(&mut h, b"claude-shim scope v1");
-    field(&mut h, input.cwd.as_bytes());
-    field(&mut h, input.config_dir.as_bytes());
-    field(&mut h, input.binary.as_bytes());
-    for name in SHAPING_FLAGS {
-        if !input.args.has(name) {
-            continue;
-        }
-        field(&mut h, name.as_bytes());
-        for value in input.args.values(name) {
-            field(&mut h, value.as_bytes());
-            if FILE_FLAGS.contains(name) {
-                if let Some(contents) = read(value) {
-                    field(&mut h, b"file");
-                    field(&mut h, &contents);
+impl ScopeParts {
+    /// The parts of a turn. `read` returns a file's contents (injected for tests).
+    pub fn of(input: &ScopeInput<'_>, read: impl Fn(&str) -> Option<Vec<u8>>) -> ScopeParts {
+        let mut flags = BTreeMap::new();
+        for name in SHAPING_FLAGS {
+            if !input.args.has(name) {
+                continue;
+            }
+            let mut h = Sha256::new();
+            for value in input.args.values(name) {
+                field(&mut h, value.as_bytes());
+                if FILE_FLAGS.contains(name) {
+                    if let Some(contents) = read(value) {
+                        field(&mut h, b"file");
+                        field(&mut h, &contents);
+                    }
                 }
             }
+            flags.insert((*name).to_owned(), hex(h)[..16].to_owned());
+        }
+        ScopeParts {
+            cwd: input.cwd.to_owned(),
+            config_dir: input.config_dir.to_owned(),
+            binary: input.binary.to_owned(),
+            flags,
         }
     }
-    hex(h)
+
+    pub fn scope(&self) -> Scope {
+        let mut h = Sha256::new();
+        field(&mut h, b"claude-shim scope v2");
+        field(&mut h, self.cwd.as_bytes());
+        field(&mut h, self.config_dir.as_bytes());
+        field(&mut h, self.binary.as_bytes());
+        for (name, value) in &self.flags {
+            field(&mut h, name.as_bytes());
+            field(&mut h, value.as_bytes());
+        }
+        Scope(hex(h))
+    }
+
+    /// How `then` (where the conversation was seen) differs from this turn.
+    pub fn differences(&self, then: &ScopeParts) -> Vec<Difference> {
+        let mut out = Vec::new();
+        if self.cwd != then.cwd {
+            out.push(Difference::Cwd(then.cwd.clone()));
+        }
+        if self.config_dir != then.config_dir {
+            out.push(Difference::ConfigDir(then.config_dir.clone()));
+        }
+        if self.binary != then.binary {
+            out.push(Difference::Binary(then.binary.clone()));
+        }
+        let names: std::collections::BTreeSet<&String> =
+            self.flags.keys().chain(then.flags.keys()).collect();
+        for name in names {
+            if self.flags.get(name) != then.flags.get(name) {
+                out.push(Difference::Flag(name.clone()));
+            }
+        }
+        out
+    }
 }
 
 /// A user turn as it is hashed: CRLF→LF, trimmed.
@@ -90,44 +214,50 @@ pub fn normalize_turn(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Node key: a chain over the user turns in order.
-pub fn chain<'a>(scope: &str, user_turns: impl IntoIterator<Item = &'a str>) -> String {
-    let mut h = Sha256::new();
-    field(&mut h, b"claude-shim chain v1");
-    field(&mut h, scope.as_bytes());
-    let start = hex(h);
-    user_turns
-        .into_iter()
-        .fold(start, |node, turn| chain_step(&node, turn))
-}
+impl Chain {
+    /// The chain of no turns.
+    pub fn empty() -> Chain {
+        let mut h = Sha256::new();
+        field(&mut h, b"claude-shim chain v2");
+        Chain(hex(h))
+    }
 
-/// The node of a conversation's turns: user turns, and the replies between
-/// them (an edited earlier reply is another conversation, which the session
-/// does not hold). The last reply is not part of it: it is the proof of
-/// receipt, matched against a pin's reply hashes.
-pub fn chain_turns(scope: &str, turns: &[crate::dialect::Turn]) -> String {
-    let start = chain(scope, std::iter::empty());
-    turns.iter().fold(start, |node, t| match t.role {
-        crate::dialect::Role::User => chain_step(&node, &t.text),
-        crate::dialect::Role::Assistant => chain_reply(&node, &t.text),
-    })
-}
+    /// The chain of a conversation's turns: user turns and the replies
+    /// between them (an edited earlier reply is another conversation, which
+    /// the session does not hold).
+    pub fn of(turns: &[Turn]) -> Chain {
+        turns.iter().fold(Chain::empty(), |c, t| match t.role {
+            Role::User => c.user(&t.text),
+            Role::Assistant => c.reply(&t.text),
+        })
+    }
 
-/// The node an assistant reply leads to (compared as for proof of receipt).
-pub fn chain_reply(node: &str, reply: &str) -> String {
-    let mut h = Sha256::new();
-    field(&mut h, b"reply");
-    field(&mut h, node.as_bytes());
-    field(&mut h, normalize_reply(reply).as_bytes());
-    hex(h)
-}
+    /// One more user turn.
+    pub fn user(&self, text: &str) -> Chain {
+        let mut h = Sha256::new();
+        field(&mut h, b"user");
+        field(&mut h, self.0.as_bytes());
+        field(&mut h, normalize_turn(text).as_bytes());
+        Chain(hex(h))
+    }
 
-/// The node one more user turn leads to.
-pub fn chain_step(node: &str, user_turn: &str) -> String {
-    let mut h = Sha256::new();
-    field(&mut h, node.as_bytes());
-    field(&mut h, normalize_turn(user_turn).as_bytes());
-    hex(h)
+    /// One more reply (compared as for proof of receipt).
+    pub fn reply(&self, text: &str) -> Chain {
+        let mut h = Sha256::new();
+        field(&mut h, b"reply");
+        field(&mut h, self.0.as_bytes());
+        field(&mut h, normalize_reply(text).as_bytes());
+        Chain(hex(h))
+    }
+
+    /// This chain within `scope`.
+    pub fn node(&self, scope: &Scope) -> Node {
+        let mut h = Sha256::new();
+        field(&mut h, b"node");
+        field(&mut h, scope.0.as_bytes());
+        field(&mut h, self.0.as_bytes());
+        Node(hex(h))
+    }
 }
 
 /// Reply text as compared for proof of receipt: `<thinking>` blocks removed,
@@ -146,20 +276,29 @@ pub fn normalize_reply(text: &str) -> String {
         }
     }
     kept.push_str(rest);
-    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(kept.len());
+    for word in kept.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
-pub fn reply_hash(text: &str) -> String {
-    let mut h = Sha256::new();
-    field(&mut h, b"claude-shim reply v1");
-    field(&mut h, normalize_reply(text).as_bytes());
-    hex(h)
+impl ReplyHash {
+    pub fn of(text: &str) -> ReplyHash {
+        let mut h = Sha256::new();
+        field(&mut h, b"claude-shim reply v1");
+        field(&mut h, normalize_reply(text).as_bytes());
+        ReplyHash(hex(h))
+    }
 }
 
 /// Every form of this run's reply a client may replay: the final result (or
 /// printed text), and all assistant text blocks joined with and without
 /// separators.
-pub fn reply_hashes(obs: &Observation) -> Vec<String> {
+pub fn reply_hashes(obs: &Observation) -> Vec<ReplyHash> {
     let mut forms: Vec<String> = Vec::new();
     if let Some(reply) = obs.reply() {
         forms.push(reply.to_owned());
@@ -168,23 +307,35 @@ pub fn reply_hashes(obs: &Observation) -> Vec<String> {
         forms.push(obs.assistant_texts.concat());
         forms.push(obs.assistant_texts.join("\n"));
     }
-    let mut hashes: Vec<String> = forms
+    let mut hashes: Vec<ReplyHash> = forms
         .iter()
         .filter(|f| !normalize_reply(f).is_empty())
-        .map(|f| reply_hash(f))
+        .map(|f| ReplyHash::of(f))
         .collect();
     hashes.sort();
     hashes.dedup();
     hashes
 }
 
-pub fn preamble_hash(preamble: Option<&str>) -> Option<String> {
-    preamble.map(|p| {
+impl PreambleHash {
+    pub fn of(preamble: Option<&str>) -> Option<PreambleHash> {
+        preamble.map(|p| {
+            let mut h = Sha256::new();
+            field(&mut h, b"claude-shim preamble v1");
+            field(&mut h, normalize_turn(p).as_bytes());
+            PreambleHash(hex(h))
+        })
+    }
+}
+
+impl ConvKey {
+    /// The key of a conversation that starts with `first_user_message`.
+    pub fn of(first_user_message: &str) -> ConvKey {
         let mut h = Sha256::new();
-        field(&mut h, b"claude-shim preamble v1");
-        field(&mut h, normalize_turn(p).as_bytes());
-        hex(h)
-    })
+        field(&mut h, b"claude-shim conversation v1");
+        field(&mut h, normalize_turn(first_user_message).as_bytes());
+        ConvKey(hex(h)[..32].to_owned())
+    }
 }
 
 #[cfg(test)]
@@ -197,15 +348,19 @@ mod tests {
         crate::argv::parse(&v).unwrap()
     }
 
-    fn sc(list: &[&str], cwd: &str) -> String {
+    fn parts(list: &[&str], cwd: &str) -> ScopeParts {
         let a = args(list);
         let input = ScopeInput {
             cwd,
             config_dir: "/h/.claude",
-            binary: "b",
+            binary: "2.1.330",
             args: &a,
         };
-        scope(&input, |p| (p == "sp.txt").then(|| b"file body".to_vec()))
+        ScopeParts::of(&input, |p| (p == "sp.txt").then(|| b"file body".to_vec()))
+    }
+
+    fn sc(list: &[&str], cwd: &str) -> Scope {
+        parts(list, cwd).scope()
     }
 
     #[test]
@@ -231,52 +386,89 @@ mod tests {
     }
 
     #[test]
-    fn chain_is_ordered_and_normalised() {
-        assert_eq!(chain("s", ["a", "b"]), chain("s", [" a\r\n", "b\n"]));
-        assert_ne!(chain("s", ["a", "b"]), chain("s", ["b", "a"]));
-        assert_ne!(chain("s", ["a"]), chain("t", ["a"]));
-        assert_ne!(chain("s", ["ab"]), chain("s", ["a", "b"]));
-        assert_eq!(chain_step(&chain("s", ["a"]), "b"), chain("s", ["a", "b"]));
-        // Replies between user turns are part of the node, normalised.
-        use crate::dialect::{Role, Turn};
-        let turn = |role, text: &str| Turn {
+    fn differences_name_each_part() {
+        let now = parts(&["-p", "--model", "opus", "--tools", "Bash"], "/w");
+        let then = parts(&["-p", "--model", "sonnet", "--verbose"], "/v");
+        assert_eq!(
+            now.differences(&then),
+            [
+                Difference::Cwd("/v".into()),
+                Difference::Flag("model".into()),
+                Difference::Flag("tools".into()),
+            ]
+        );
+        assert!(now.differences(&now).is_empty());
+        let other_cli = ScopeParts {
+            binary: "2.0.0".into(),
+            config_dir: "/x".into(),
+            ..now.clone()
+        };
+        assert_eq!(
+            now.differences(&other_cli),
+            [
+                Difference::ConfigDir("/x".into()),
+                Difference::Binary("2.0.0".into())
+            ]
+        );
+    }
+
+    fn turn(role: Role, text: &str) -> Turn {
+        Turn {
             role,
             text: text.into(),
+        }
+    }
+
+    #[test]
+    fn chain_is_ordered_and_normalised() {
+        let users = |list: &[&str]| {
+            Chain::of(&list.iter().map(|t| turn(Role::User, t)).collect::<Vec<_>>())
         };
+        assert_eq!(users(&["a", "b"]), users(&[" a\r\n", "b\n"]));
+        assert_ne!(users(&["a", "b"]), users(&["b", "a"]));
+        assert_ne!(users(&["ab"]), users(&["a", "b"]));
+        assert_eq!(users(&["a"]).user("b"), users(&["a", "b"]));
+        let s = sc(&["-p"], "/w");
+        let t = sc(&["-p"], "/v");
+        assert_ne!(users(&["a"]).node(&s), users(&["a"]).node(&t));
+        // Replies between user turns are part of the chain, normalised.
         let with = |reply: &str| {
-            chain_turns(
-                "s",
-                &[
-                    turn(Role::User, "a"),
-                    turn(Role::Assistant, reply),
-                    turn(Role::User, "b"),
-                ],
-            )
+            Chain::of(&[
+                turn(Role::User, "a"),
+                turn(Role::Assistant, reply),
+                turn(Role::User, "b"),
+            ])
         };
         assert_eq!(with("x  y"), with(" x y\n"));
         assert_ne!(with("x y"), with("x y (edited)"));
-        assert_ne!(with("a"), chain("s", ["a", "a", "b"]));
-        assert_eq!(
-            chain_turns("s", &[turn(Role::User, "a")]),
-            chain("s", ["a"])
-        );
+        assert_ne!(with("a"), users(&["a", "a", "b"]));
     }
 
     #[test]
     fn replies_compare_whitespace_and_thinking_insensitively() {
-        assert_eq!(reply_hash("Hello\n\n  world "), reply_hash("Hello world"));
         assert_eq!(
-            reply_hash("<thinking>hm</thinking>Hello"),
-            reply_hash("Hello")
+            ReplyHash::of("Hello\n\n  world "),
+            ReplyHash::of("Hello world")
         );
-        assert_ne!(reply_hash("Hello"), reply_hash("Hello!"));
+        assert_eq!(
+            ReplyHash::of("<thinking>hm</thinking>Hello"),
+            ReplyHash::of("Hello")
+        );
+        assert_ne!(ReplyHash::of("Hello"), ReplyHash::of("Hello!"));
         let obs = Observation {
             assistant_texts: vec!["Hel".into(), "lo".into()],
             text: Some("Hello\n".into()),
             ..Default::default()
         };
         let hashes = reply_hashes(&obs);
-        assert!(hashes.contains(&reply_hash("Hello")));
-        assert!(hashes.contains(&reply_hash("Hel\nlo")));
+        assert!(hashes.contains(&ReplyHash::of("Hello")));
+        assert!(hashes.contains(&ReplyHash::of("Hel\nlo")));
+    }
+
+    #[test]
+    fn conversation_key_is_the_first_message() {
+        assert_eq!(ConvKey::of(" hi\r\n"), ConvKey::of("hi"));
+        assert_ne!(ConvKey::of("hi"), ConvKey::of("hello"));
+        assert_eq!(ConvKey::of("hi").as_str().len(), 32);
     }
 }

@@ -72,6 +72,28 @@ pub struct Managed {
     /// `--resume <uuid>` given by the caller (Agent SDK style): managed only
     /// to strip history the session already holds; argv is kept.
     pub caller_resume: Option<String>,
+    /// `--no-session-persistence`: the shim runs the turn with a session of
+    /// its own (without the flag) and deletes it once it is of no more use.
+    pub ephemeral: bool,
+}
+
+/// The user's switches that change how invocations are classified.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// `CLAUDE_SHIM_BYPASS`: pass everything through.
+    pub bypass: bool,
+    /// `CLAUDE_SHIM_PERSISTENCE=respect`: pass `--no-session-persistence`
+    /// calls through instead of resuming them in ephemeral sessions.
+    pub respect_persistence: bool,
+}
+
+impl Policy {
+    pub fn from_env() -> Policy {
+        Policy {
+            bypass: crate::env::bypass(),
+            respect_persistence: crate::env::respect_persistence(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +151,6 @@ const CALLER_SESSION: &[&str] = &[
 
 /// Flags after which there is no local, resumable session to manage.
 const UNSUPPORTED: &[&str] = &[
-    "no-session-persistence",
     "bg",
     "worktree",
     "tmux",
@@ -139,16 +160,16 @@ const UNSUPPORTED: &[&str] = &[
     "desktop",
 ];
 
-/// `args` is argv without argv[0]; `bypass` is the user's opt-out.
-pub fn classify(args: &[OsString], bypass: bool) -> Class {
-    match classify_inner(args, bypass) {
+/// `args` is argv without argv[0].
+pub fn classify(args: &[OsString], policy: Policy) -> Class {
+    match classify_inner(args, policy) {
         Ok(managed) => Class::Managed(managed),
         Err(reason) => Class::PassThrough(reason),
     }
 }
 
-fn classify_inner(args: &[OsString], bypass: bool) -> Result<Managed, PassReason> {
-    if bypass {
+fn classify_inner(args: &[OsString], policy: Policy) -> Result<Managed, PassReason> {
+    if policy.bypass {
         return Err(PassReason::Bypass);
     }
     let parsed = argv::parse(args).map_err(|e| {
@@ -199,6 +220,12 @@ fn classify_inner(args: &[OsString], bypass: bool) -> Result<Managed, PassReason
     if let Some(flag) = first_of(UNSUPPORTED) {
         return Err(PassReason::Unsupported(flag));
     }
+    // Persistence off: the shim may own the session, unless the caller
+    // names one itself (its file must stay as the caller left it).
+    let ephemeral = parsed.has("no-session-persistence");
+    if ephemeral && (policy.respect_persistence || caller_resume.is_some()) {
+        return Err(PassReason::Unsupported("no-session-persistence"));
+    }
 
     let input = match input {
         None | Some("text") => InputFormat::Text,
@@ -217,6 +244,7 @@ fn classify_inner(args: &[OsString], bypass: bool) -> Result<Managed, PassReason
         output,
         args: parsed,
         caller_resume,
+        ephemeral,
     })
 }
 
@@ -262,6 +290,9 @@ mod tests {
                 let mut s = format!("{:?} {:?} {:?}", m.mode, m.input, m.output);
                 if let Some(id) = &m.caller_resume {
                     s.push_str(&format!(" resume={id}"));
+                }
+                if m.ephemeral {
+                    s.push_str(" ephemeral");
                 }
                 s
             }
@@ -317,11 +348,14 @@ mod tests {
                 "CallerSession(resume-session-at)",
             ),
             ("-p --bg -r x", "CallerSession(resume)"),
-            // Unsupported, aliases included.
+            // Persistence off: the shim owns the session, unless the
+            // caller names one.
+            ("-p --no-session-persistence", "Print Text Text ephemeral"),
             (
-                "-p --no-session-persistence",
+                "-p --no-session-persistence --resume 6e8e0435-8e12-4245-aa25-f674ed4e97a7",
                 "Unsupported(no-session-persistence)",
             ),
+            // Unsupported, aliases included.
             ("-p --background", "Unsupported(bg)"),
             ("-p -w", "Unsupported(worktree)"),
             ("-p --tmux -w x", "Unsupported(tmux)"),
@@ -352,7 +386,7 @@ mod tests {
             (
                 "-p --output-format stream-json --verbose --include-partial-messages \
                  --model claude-sonnet-4 --no-session-persistence",
-                "Unsupported(no-session-persistence)",
+                "Print Text StreamJson ephemeral",
             ),
             (
                 "--print --output-format stream-json --verbose \
@@ -394,7 +428,7 @@ mod tests {
         ];
         for (args, want) in cases {
             assert_eq!(
-                render(&classify(&words(args), false)),
+                render(&classify(&words(args), Policy::default())),
                 *want,
                 "args: {args}"
             );
@@ -403,14 +437,26 @@ mod tests {
 
     #[test]
     fn bypass_wins_over_everything() {
-        let class = classify(&words("-p --bogus"), true);
+        let bypass = Policy {
+            bypass: true,
+            ..Policy::default()
+        };
+        let class = classify(&words("-p --bogus"), bypass);
         assert_eq!(class, Class::PassThrough(PassReason::Bypass));
+        let respect = Policy {
+            respect_persistence: true,
+            ..Policy::default()
+        };
+        assert_eq!(
+            classify(&words("-p --no-session-persistence"), respect),
+            Class::PassThrough(PassReason::Unsupported("no-session-persistence"))
+        );
     }
 
     #[test]
     fn managed_keeps_the_parse() {
         let args = words("--print --model claude-sonnet-4 -- prompt");
-        let Class::Managed(m) = classify(&args, false) else {
+        let Class::Managed(m) = classify(&args, Policy::default()) else {
             panic!("expected Managed");
         };
         assert_eq!(m.args.value("model"), Some(M));
@@ -423,7 +469,7 @@ mod tests {
     fn non_utf8_passes_through() {
         let args = vec![OsString::from("-p"), OsString::from_vec(vec![0xff])];
         assert_eq!(
-            classify(&args, false),
+            classify(&args, Policy::default()),
             Class::PassThrough(PassReason::Unparsed(
                 "argument 1 is not valid UTF-8".to_owned()
             ))

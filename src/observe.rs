@@ -1,22 +1,17 @@
 //! Parse the real CLI's stdout on the side while it streams to the caller:
 //! session id, assistant message uuids and texts, the final result, usage.
-//! The observer never alters or delays the bytes; it only reads copies.
+//! The observer never alters or delays the bytes; it only reads copies, and
+//! copies only the lines it will parse (it decides from a line's first bytes).
 
+use crate::events::{self, Event, Usage};
 use crate::invocation::OutputFormat;
-use serde_json::Value;
 
 /// Text output kept for proof of receipt; a longer reply is not pinned.
 const TEXT_CAP: usize = 4 << 20;
 /// A longer stream-json line is skipped (its facts are lost, not the bytes).
 const LINE_CAP: usize = 64 << 20;
-
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-    pub output_tokens: u64,
-}
+/// Enough of a line's start to read its `{"type":"…"` prefix.
+const PREFIX: usize = 32;
 
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ResultEvent {
@@ -25,7 +20,8 @@ pub struct ResultEvent {
     pub text: Option<String>,
     pub session_id: Option<String>,
     pub usage: Usage,
-    pub cost_usd: Option<f64>,
+    /// The session's running total (`total_cost_usd`), not the turn's.
+    pub total_cost_usd: Option<f64>,
     pub errors: Vec<String>,
 }
 
@@ -58,11 +54,26 @@ impl Observation {
     pub fn is_error_result(&self) -> bool {
         self.result.as_ref().is_some_and(|r| r.is_error)
     }
+
+    /// A successful result event arrived (json and stream-json output).
+    pub fn has_success_result(&self) -> bool {
+        self.result.as_ref().is_some_and(|r| !r.is_error)
+    }
+}
+
+/// What one chunk brought, for the tee to act on before passing it on.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Fed {
+    /// A result event was completed by this chunk.
+    pub result: bool,
 }
 
 pub struct Observer {
     format: OutputFormat,
+    /// The current line, while it may be worth parsing.
     line: Vec<u8>,
+    /// The current line is skipped up to its newline.
+    skipping: bool,
     overflow: bool,
     text: Vec<u8>,
     obs: Observation,
@@ -73,6 +84,7 @@ impl Observer {
         Observer {
             format,
             line: Vec::new(),
+            skipping: false,
             overflow: false,
             text: Vec::new(),
             obs: Observation::default(),
@@ -95,7 +107,7 @@ impl Observer {
         self.obs.bytes += n;
     }
 
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub fn feed(&mut self, chunk: &[u8]) -> Fed {
         self.obs.bytes += chunk.len() as u64;
         if self.format == OutputFormat::Text {
             if self.text.len() + chunk.len() <= TEXT_CAP {
@@ -103,15 +115,36 @@ impl Observer {
             } else {
                 self.overflow = true;
             }
-            return;
+            return Fed::default();
         }
+        let results = self.obs.results;
         let mut rest = chunk;
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
-            self.push_line_part(&rest[..pos]);
-            self.end_line();
-            rest = &rest[pos + 1..];
+        loop {
+            if self.skipping {
+                match memchr::memchr(b'\n', rest) {
+                    Some(nl) => {
+                        self.skipping = false;
+                        rest = &rest[nl + 1..];
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            match memchr::memchr(b'\n', rest) {
+                Some(nl) => {
+                    self.push_line_part(&rest[..nl]);
+                    self.end_line();
+                    rest = &rest[nl + 1..];
+                }
+                None => {
+                    self.push_line_part(rest);
+                    break;
+                }
+            }
         }
-        self.push_line_part(rest);
+        Fed {
+            result: self.obs.results > results,
+        }
     }
 
     pub fn finish(mut self) -> Observation {
@@ -119,110 +152,77 @@ impl Observer {
             if !self.overflow {
                 self.obs.text = String::from_utf8(std::mem::take(&mut self.text)).ok();
             }
-        } else {
+        } else if !self.skipping {
             self.end_line();
         }
         self.obs
     }
 
     fn push_line_part(&mut self, part: &[u8]) {
+        if self.overflow {
+            return;
+        }
         if self.line.len() + part.len() > LINE_CAP {
             self.overflow = true;
             self.line.clear();
-        } else if !self.overflow {
-            self.line.extend_from_slice(part);
+            return;
+        }
+        let before = self.line.len();
+        self.line.extend_from_slice(part);
+        // Decide once the prefix is known: lines the observer never reads
+        // (tool results, partial-message stream events…) are not copied on.
+        if before < PREFIX && self.line.len() >= PREFIX {
+            if let Some(t) = events::leading_type(&self.line) {
+                if !matches!(t, b"system" | b"assistant" | b"result") {
+                    self.line.clear();
+                    self.skipping = true;
+                }
+            }
         }
     }
 
     fn end_line(&mut self) {
-        let mut line = std::mem::take(&mut self.line);
-        if !std::mem::take(&mut self.overflow) && worth_parsing(&line) {
-            if let Ok(event) = serde_json::from_slice::<Value>(&line) {
-                self.event(&event);
+        self.skipping = false;
+        let line = std::mem::take(&mut self.line);
+        if !std::mem::take(&mut self.overflow) {
+            if let Some(event) = Event::parse(&line) {
+                self.event(event);
             }
         }
         // Keep a modest allocation for the next line.
         if line.capacity() <= 1 << 20 {
-            line.clear();
             self.line = line;
+            self.line.clear();
         }
     }
 
-    fn event(&mut self, e: &Value) {
-        let s = |v: &Value| v.as_str().map(str::to_owned);
-        match e.get("type").and_then(Value::as_str) {
-            Some("system") if e.get("subtype").and_then(Value::as_str) == Some("init") => {
-                self.obs.init_session = e.get("session_id").and_then(s);
+    fn event(&mut self, e: Event<'_>) {
+        match e {
+            Event::System(s) if s.subtype.as_deref() == Some("init") => {
+                self.obs.init_session = s.session_id.map(Into::into);
             }
-            Some("assistant") if e.get("parent_tool_use_id").is_none_or(Value::is_null) => {
-                if let Some(uuid) = e.get("uuid").and_then(s) {
-                    self.obs.assistant_uuids.push(uuid);
+            Event::Assistant(a) if a.parent_tool_use_id.is_none() => {
+                if let Some(uuid) = a.uuid {
+                    self.obs.assistant_uuids.push(uuid.into());
                 }
-                let blocks = e.pointer("/message/content").and_then(Value::as_array);
-                for block in blocks.into_iter().flatten() {
-                    if block.get("type").and_then(Value::as_str) == Some("text") {
-                        if let Some(text) = block.get("text").and_then(s) {
-                            self.obs.assistant_texts.push(text);
-                        }
-                    }
+                for text in a.message.content.texts() {
+                    self.obs.assistant_texts.push(text.to_owned());
                 }
             }
-            Some("result") => {
+            Event::Result(r) => {
                 self.obs.results += 1;
-                self.obs.result = Some(result_event(e));
+                self.obs.result = Some(ResultEvent {
+                    is_error: r.is_error,
+                    subtype: r.subtype.map(Into::into).unwrap_or_default(),
+                    text: r.result.map(Into::into),
+                    session_id: r.session_id.map(Into::into),
+                    usage: r.usage.unwrap_or_default(),
+                    total_cost_usd: r.total_cost_usd,
+                    errors: r.errors.into_iter().map(Into::into).collect(),
+                });
             }
             _ => {}
         }
-    }
-}
-
-/// The CLI writes `"type"` first on most events; those the observer never
-/// reads (tool results, partial-message stream events, …) are skipped
-/// without parsing. Anything else (the result event starts with other keys)
-/// is parsed.
-fn worth_parsing(line: &[u8]) -> bool {
-    match line.strip_prefix(br#"{"type":""#) {
-        Some(rest) => [&b"system\""[..], b"assistant\"", b"result\""]
-            .iter()
-            .any(|t| rest.starts_with(t)),
-        None => true,
-    }
-}
-
-fn result_event(e: &Value) -> ResultEvent {
-    let n = |k: &str| {
-        e.pointer(&format!("/usage/{k}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
-    ResultEvent {
-        is_error: e.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-        subtype: e
-            .get("subtype")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned(),
-        text: e.get("result").and_then(Value::as_str).map(str::to_owned),
-        session_id: e
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        usage: Usage {
-            input_tokens: n("input_tokens"),
-            cache_creation_input_tokens: n("cache_creation_input_tokens"),
-            cache_read_input_tokens: n("cache_read_input_tokens"),
-            output_tokens: n("output_tokens"),
-        },
-        cost_usd: e.get("total_cost_usd").and_then(Value::as_f64),
-        errors: e
-            .get("errors")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default(),
     }
 }
 
@@ -233,7 +233,11 @@ mod tests {
     const STREAM: &str = concat!(
         r#"{"type":"system","subtype":"init","session_id":"S1","uuid":"i"}"#,
         "\n",
+        r#"{"type":"stream_event","event":{"type":"content_block_delta","delta":{"text":"{\"type\":\"result\"}"}}}"#,
+        "\n",
         r#"{"type":"assistant","uuid":"A1","parent_tool_use_id":null,"message":{"content":[{"type":"text","text":"Hel"},{"type":"tool_use","id":"t"}]}}"#,
+        "\n",
+        r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"{\"type\":\"result\"}"}]}}"#,
         "\n",
         r#"{"type":"assistant","uuid":"SUB","parent_tool_use_id":"t","message":{"content":[{"type":"text","text":"sub"}]}}"#,
         "\n",
@@ -243,43 +247,50 @@ mod tests {
         "\n"
     );
 
-    fn feed_in(format: OutputFormat, data: &[u8], step: usize) -> Observation {
+    fn feed_in(format: OutputFormat, data: &[u8], step: usize) -> (Observation, usize) {
         let mut o = Observer::new(format);
+        let mut result_chunks = 0;
         for c in data.chunks(step) {
-            o.feed(c);
+            result_chunks += usize::from(o.feed(c).result);
         }
-        o.finish()
+        (o.finish(), result_chunks)
     }
 
     #[test]
     fn stream_json_in_any_chunking() {
-        for step in [1, 2, 7, 64, 4096] {
-            let obs = feed_in(OutputFormat::StreamJson, STREAM.as_bytes(), step);
+        for step in [1, 2, 7, 31, 32, 33, 64, 4096] {
+            let (obs, result_chunks) = feed_in(OutputFormat::StreamJson, STREAM.as_bytes(), step);
             assert_eq!(obs.init_session.as_deref(), Some("S1"));
             assert_eq!(obs.assistant_uuids, ["A1", "A2"]);
             assert_eq!(obs.assistant_texts, ["Hel", "lo"]);
             let r = obs.result.as_ref().unwrap();
             assert_eq!((r.is_error, r.text.as_deref()), (false, Some("Hello")));
             assert_eq!(r.usage.cache_read_input_tokens, 5);
-            assert_eq!(r.cost_usd, Some(0.5));
+            assert_eq!(r.total_cost_usd, Some(0.5));
             assert_eq!(obs.reply(), Some("Hello"));
             assert_eq!(obs.bytes, STREAM.len() as u64);
+            assert_eq!((obs.results, result_chunks), (1, 1), "step {step}");
         }
     }
 
     #[test]
-    fn events_the_observer_never_reads_are_not_parsed() {
-        assert!(worth_parsing(br#"{"type":"assistant","uuid":"a"}"#));
-        assert!(worth_parsing(br#"{"duration_ms":1,"type":"result"}"#));
-        assert!(!worth_parsing(br#"{"type":"user","message":{}}"#));
-        assert!(!worth_parsing(br#"{"type":"stream_event","event":{}}"#));
-        assert!(!worth_parsing(br#"{"type":"assistantX"}"#));
+    fn lines_the_observer_never_reads_are_not_kept() {
+        let mut o = Observer::new(OutputFormat::StreamJson);
+        let big = format!(
+            "{{\"type\":\"stream_event\",\"event\":\"{}\"}}\n",
+            "x".repeat(1 << 20)
+        );
+        for c in big.as_bytes().chunks(4096) {
+            o.feed(c);
+            assert!(o.line.len() <= PREFIX + 4096, "{}", o.line.len());
+        }
+        assert!(o.line.is_empty() && !o.skipping);
     }
 
     #[test]
     fn json_error_result_without_trailing_newline() {
         let line = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"session_id":"X","errors":["No conversation found with session ID: S"]}"#;
-        let obs = feed_in(OutputFormat::Json, line.as_bytes(), 5);
+        let (obs, _) = feed_in(OutputFormat::Json, line.as_bytes(), 5);
         assert!(obs.is_error_result());
         assert_eq!(
             obs.result.unwrap().errors,
@@ -289,9 +300,9 @@ mod tests {
 
     #[test]
     fn text_mode_keeps_printed_text_and_garbage_is_harmless() {
-        let obs = feed_in(OutputFormat::Text, b"the answer\n", 3);
+        let (obs, _) = feed_in(OutputFormat::Text, b"the answer\n", 3);
         assert_eq!(obs.reply(), Some("the answer\n"));
-        let obs = feed_in(OutputFormat::StreamJson, b"\xff\xfe{not json\n{}\n", 2);
+        let (obs, _) = feed_in(OutputFormat::StreamJson, b"\xff\xfe{not json\n{}\n", 2);
         assert_eq!(
             obs,
             Observation {
@@ -299,7 +310,7 @@ mod tests {
                 ..Default::default()
             }
         );
-        let obs = feed_in(OutputFormat::Text, b"\xff\xfe", 1);
+        let (obs, _) = feed_in(OutputFormat::Text, b"\xff\xfe", 1);
         assert_eq!(obs.text, None);
     }
 }

@@ -4,12 +4,22 @@
 //! name in the binary itself (`--version` accepts any flag, so trial runs
 //! cannot tell). A wrong answer is safe: a refused resume reruns fresh.
 
-use crate::store::caps::Capabilities;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// What the real binary supports (one type, used by the plan, the store's
+/// cache and `doctor`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Capabilities {
+    pub version: String,
+    pub resume: bool,
+    pub fork_session: bool,
+    pub session_id: bool,
+    pub resume_session_at: bool,
+}
 
 pub fn probe(real: &Path, guard: &str) -> Option<Capabilities> {
     let version = output(real, "--version", guard)?;
@@ -43,11 +53,13 @@ fn output(real: &Path, flag: &str, guard: &str) -> Option<String> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    // SAFETY: prctl is async-signal-safe.
+    let parent = nix::unistd::getpid();
+    let portable = crate::platform::portable();
+    // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             crate::runner::signals::restore_file_size_limit();
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)?;
+            crate::platform::die_with_parent(nix::sys::signal::Signal::SIGKILL, parent, portable)?;
             Ok(())
         });
     }

@@ -4,8 +4,10 @@
 //! splice functions are pure.
 
 use crate::argv::ParsedArgs;
+use crate::events::Event;
 use crate::invocation::InputFormat;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Read};
 use std::time::Duration;
@@ -24,6 +26,8 @@ pub enum Prompt {
     StreamJson {
         before: Vec<u8>,
         line: Vec<u8>,
+        /// The text of `line`, read when it was parsed (see [`stream_text`]).
+        text: Option<String>,
         more: Vec<Vec<u8>>,
         after: Vec<u8>,
     },
@@ -35,11 +39,13 @@ pub enum Prompt {
 
 impl Prompt {
     /// The prompt text, when it is UTF-8 text the dialects can parse.
-    pub fn text(&self) -> Option<String> {
+    pub fn text(&self) -> Option<Cow<'_, str>> {
         match self {
-            Prompt::Positional { text, .. } => Some(text.clone()),
-            Prompt::Stdin { bytes } => String::from_utf8(bytes.clone()).ok(),
-            Prompt::StreamJson { line, more, .. } if more.is_empty() => stream_text(line),
+            Prompt::Positional { text, .. } => Some(Cow::Borrowed(text)),
+            Prompt::Stdin { bytes } => std::str::from_utf8(bytes).ok().map(Cow::Borrowed),
+            Prompt::StreamJson { text, more, .. } if more.is_empty() => {
+                text.as_deref().map(Cow::Borrowed)
+            }
             Prompt::StreamJson { .. } => None,
             Prompt::None { .. } => None,
         }
@@ -156,13 +162,14 @@ pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
         while let Some(nl) = buf[searched..].iter().position(|&b| b == b'\n') {
             let end = searched + nl + 1;
             searched = end;
-            if is_user_line(&buf[scanned..end]) {
+            if let Some(text) = user_line(&buf[scanned..end]) {
                 let mut after = buf.split_off(end);
                 let line = buf.split_off(scanned);
                 let more = take_ready_user_lines(input, &mut after)?;
                 return Ok(Prompt::StreamJson {
                     before: buf,
                     line,
+                    text,
                     more,
                     after,
                 });
@@ -180,11 +187,13 @@ pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
             }
             Some(c) if c.is_empty() => {
                 // EOF: a last line without a newline still counts.
-                if scanned < buf.len() && is_user_line(&buf[scanned..]) {
+                let last = (scanned < buf.len()).then(|| user_line(&buf[scanned..]));
+                if let Some(Some(text)) = last {
                     let line = buf.split_off(scanned);
                     return Ok(Prompt::StreamJson {
                         before: buf,
                         line,
+                        text,
                         more: Vec::new(),
                         after: Vec::new(),
                     });
@@ -220,7 +229,7 @@ fn take_ready_user_lines(
         match rest[searched..].iter().position(|&b| b == b'\n') {
             Some(nl) => {
                 let end = searched + nl + 1;
-                if !is_user_line(&rest[start..end]) {
+                if user_line(&rest[start..end]).is_none() {
                     break Ok(());
                 }
                 lines.push(rest[start..end].to_vec());
@@ -240,7 +249,7 @@ fn take_ready_user_lines(
             Err(e) => break Err(e),
             Ok(Some(c)) if !c.is_empty() => rest.extend_from_slice(&c),
             // EOF: a last user line without a newline still counts.
-            Ok(Some(_)) if start < rest.len() && is_user_line(&rest[start..]) => {
+            Ok(Some(_)) if start < rest.len() && user_line(&rest[start..]).is_some() => {
                 lines.push(rest[start..].to_vec());
                 start = rest.len();
                 break Ok(());
@@ -263,28 +272,22 @@ pub fn user_line_messages(lines: &[&[u8]]) -> Option<Vec<Value>> {
         .collect()
 }
 
-fn is_user_line(line: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(line)
-        .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("user"))
+/// `Some` for a stream-json user line, with its text when it has exactly one
+/// text part (a string content or one text block; other shapes are not
+/// rewritten). The line is parsed once.
+fn user_line(line: &[u8]) -> Option<Option<String>> {
+    match Event::parse(line)? {
+        Event::User(u) => Some(match u.message.content.texts()[..] {
+            [only] => Some(only.to_owned()),
+            _ => None,
+        }),
+        _ => None,
+    }
 }
 
-/// The text of a stream-json user line when it has exactly one text part
-/// (a string content or one text block); other shapes are not rewritten.
+/// The text of a stream-json user line (see [`user_line`]).
 pub fn stream_text(line: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(line).ok()?;
-    let content = v.pointer("/message/content")?;
-    if let Some(s) = content.as_str() {
-        return Some(s.to_owned());
-    }
-    let mut texts = content
-        .as_array()?
-        .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"));
-    let only = texts.next()?;
-    if texts.next().is_some() {
-        return None;
-    }
-    only.get("text")?.as_str().map(str::to_owned)
+    user_line(line).flatten()
 }
 
 /// The same user line with its text replaced; every other field and block
@@ -357,6 +360,7 @@ mod tests {
             line,
             more,
             after,
+            ..
         } = &p
         else {
             panic!("{p:?}")

@@ -1,8 +1,11 @@
 //! Claude Code's session files: `<config>/projects/<slug>/<id>.jsonl`.
 //! Found by id under any project dir rather than by rebuilding the slug.
 
+use crate::events::Usage;
+use serde::Deserialize;
 use serde_json::Value;
-use std::io::{Read, Seek, SeekFrom};
+use std::collections::HashSet;
+use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// Session ids are UUIDs; anything else is never used in a path or argv.
@@ -22,9 +25,29 @@ pub fn find(config_dir: &Path, id: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The uuid of the last main-thread assistant record, read from the tail:
-/// a small tail first (the record is near the end), more only if needed.
-pub fn last_assistant_uuid(path: &Path) -> Option<String> {
+/// Delete everything Claude Code keeps for one session: its transcript and
+/// transcript directory (subagents, tool results) under any project, and
+/// its per-session directories. Used only for sessions the shim made for a
+/// caller that turned persistence off.
+pub fn remove(config_dir: &Path, id: &str) {
+    if !valid_id(id) {
+        return;
+    }
+    if let Ok(projects) = std::fs::read_dir(config_dir.join("projects")) {
+        for project in projects.flatten() {
+            let _ = std::fs::remove_file(project.path().join(format!("{id}.jsonl")));
+            let _ = std::fs::remove_dir_all(project.path().join(id));
+        }
+    }
+    for dir in ["session-env", "file-history", "tasks"] {
+        let _ = std::fs::remove_dir_all(config_dir.join(dir).join(id));
+    }
+    let _ = std::fs::remove_file(config_dir.join("debug").join(format!("{id}.txt")));
+}
+
+/// The last record in the file's tail that `pick` accepts: a small tail
+/// first (what we look for is near the end), more only if needed.
+fn from_tail<T>(path: &Path, pick: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     for tail in [64 << 10, 1 << 20, 4 << 20] {
@@ -32,8 +55,8 @@ pub fn last_assistant_uuid(path: &Path) -> Option<String> {
         file.seek(SeekFrom::Start(start)).ok()?;
         let mut buf = Vec::new();
         file.read_to_end(&mut buf).ok()?;
-        if let Some(uuid) = last_assistant_in(&buf) {
-            return Some(uuid);
+        if let Some(found) = buf.split(|&b| b == b'\n').rev().find_map(&pick) {
+            return Some(found);
         }
         if start == 0 {
             break;
@@ -42,14 +65,106 @@ pub fn last_assistant_uuid(path: &Path) -> Option<String> {
     None
 }
 
-fn last_assistant_in(buf: &[u8]) -> Option<String> {
-    buf.split(|&b| b == b'\n').rev().find_map(|line| {
-        let v: Value = serde_json::from_slice(line).ok()?;
-        let main_thread = v.get("isSidechain").and_then(Value::as_bool) != Some(true);
-        (v.get("type")?.as_str()? == "assistant" && main_thread)
-            .then(|| v.get("uuid")?.as_str().map(str::to_owned))
-            .flatten()
-    })
+/// The uuid of the last main-thread assistant record.
+pub fn last_assistant_uuid(path: &Path) -> Option<String> {
+    from_tail(path, assistant_uuid)
+}
+
+/// The session's running cost as the CLI last saved it (its last
+/// `cost-state` record, written when a process ends), which a resume of it
+/// starts counting from. `Some(0.0)` for a file with none: the CLI then
+/// starts from zero. `None` when the file cannot be read.
+pub fn saved_total_cost(path: &Path) -> Option<f64> {
+    std::fs::metadata(path).ok()?;
+    Some(from_tail(path, cost_state).unwrap_or(0.0))
+}
+
+fn cost_state(line: &[u8]) -> Option<f64> {
+    #[derive(Deserialize)]
+    struct CostState {
+        #[serde(rename = "type")]
+        kind: String,
+        #[serde(rename = "totalCostUSD")]
+        total: f64,
+    }
+    memchr::memmem::find(line, b"\"cost-state\"")?;
+    let c: CostState = serde_json::from_slice(line).ok()?;
+    (c.kind == "cost-state").then_some(c.total)
+}
+
+/// Token usage of the API calls a turn appended to the session file: from
+/// byte `from` on, each assistant message once (one record per content
+/// block repeats its usage), leaving out messages in `copied` (a fork's
+/// file begins with its parent's records) and synthetic ones. Read as a
+/// stream: memory stays flat however long the file.
+pub fn turn_usage(path: &Path, from: u64, copied: &HashSet<String>) -> Option<Usage> {
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut total = Usage::default();
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+        if let Some((id, usage)) = assistant_usage(&line) {
+            if !copied.contains(&id) && seen.insert(id) {
+                total.add(&usage);
+            }
+        }
+    }
+    Some(total)
+}
+
+/// The message ids of a session's assistant records (what a fork copies).
+pub fn message_ids(path: &Path) -> HashSet<String> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return HashSet::new();
+    };
+    let mut out = HashSet::new();
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+        if let Some((id, _)) = assistant_usage(&line) {
+            out.insert(id);
+        }
+        line.clear();
+    }
+    out
+}
+
+fn assistant_usage(line: &[u8]) -> Option<(String, Usage)> {
+    #[derive(Deserialize)]
+    struct Record {
+        #[serde(rename = "type")]
+        kind: String,
+        message: Option<Msg>,
+    }
+    #[derive(Deserialize)]
+    struct Msg {
+        id: Option<String>,
+        model: Option<String>,
+        usage: Option<Usage>,
+    }
+    memchr::memmem::find(line, b"\"assistant\"")?;
+    let r: Record = serde_json::from_slice(line).ok()?;
+    let m = r.message?;
+    if r.kind != "assistant" || m.model.as_deref() == Some("<synthetic>") {
+        return None;
+    }
+    Some((m.id?, m.usage?))
+}
+
+fn assistant_uuid(line: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(line).ok()?;
+    let main_thread = v.get("isSidechain").and_then(Value::as_bool) != Some(true);
+    (v.get("type")?.as_str()? == "assistant" && main_thread)
+        .then(|| v.get("uuid")?.as_str().map(str::to_owned))
+        .flatten()
 }
 
 #[cfg(test)]
@@ -89,5 +204,63 @@ mod tests {
         std::fs::write(&f, long).unwrap();
         assert_eq!(last_assistant_uuid(&f).as_deref(), Some("a1"));
         assert_eq!(find(t.path(), "6e8e0435-8e12-4245-aa25-f674ed4e97a8"), None);
+    }
+
+    #[test]
+    fn remove_takes_a_session_and_only_that_session() {
+        let t = tempfile::tempdir().unwrap();
+        let id = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
+        let other = "7e8e0435-8e12-4245-aa25-f674ed4e97a7";
+        let p = t.path().join("projects/-w");
+        std::fs::create_dir_all(p.join(id).join("subagents")).unwrap();
+        std::fs::create_dir_all(t.path().join("session-env").join(id)).unwrap();
+        for f in [format!("{id}.jsonl"), format!("{other}.jsonl")] {
+            std::fs::write(p.join(f), "{}\n").unwrap();
+        }
+        remove(t.path(), id);
+        assert!(find(t.path(), id).is_none() && !p.join(id).exists());
+        assert!(!t.path().join("session-env").join(id).exists());
+        assert!(find(t.path(), other).is_some());
+        remove(t.path(), "../projects");
+        assert!(p.exists());
+    }
+
+    #[test]
+    fn costs_and_usage_as_the_cli_saves_them() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.jsonl");
+        let rec = |id: &str, input: u64, model: &str| {
+            format!(
+                r#"{{"type":"assistant","uuid":"u","message":{{"id":"{id}","model":"{model}","usage":{{"input_tokens":{input},"output_tokens":1}}}}}}"#
+            ) + "\n"
+        };
+        let old = [
+            rec("m0", 100, "opus"),
+            r#"{"type":"cost-state","totalCostUSD":0.5}"#.to_string() + "\n",
+        ]
+        .concat();
+        let new = [
+            r#"{"type":"user","message":{"content":"hi"}}"#.to_string() + "\n",
+            rec("m1", 10, "opus"),
+            rec("m1", 10, "opus"),
+            rec("m2", 20, "opus"),
+            rec("m3", 0, "<synthetic>"),
+            r#"{"type":"cost-state","totalCostUSD":0.75}"#.to_string() + "\n",
+        ]
+        .concat();
+        std::fs::write(&f, &old).unwrap();
+        assert_eq!(saved_total_cost(&f), Some(0.5));
+        std::fs::write(&f, [old.as_str(), &new].concat()).unwrap();
+        assert_eq!(saved_total_cost(&f), Some(0.75));
+        let u = turn_usage(&f, old.len() as u64, &HashSet::new()).unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (30, 2));
+        // A fork's file starts with copies of its parent's records.
+        let copied: HashSet<String> = ["m0".to_string()].into();
+        let u = turn_usage(&f, 0, &copied).unwrap();
+        assert_eq!(u.input_tokens, 30);
+        assert_eq!(message_ids(&f).len(), 3);
+        assert_eq!(saved_total_cost(&t.path().join("none")), None);
+        std::fs::write(&f, "{}\n").unwrap();
+        assert_eq!(saved_total_cost(&f), Some(0.0));
     }
 }

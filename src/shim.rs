@@ -2,12 +2,17 @@
 //! untouched or run a managed turn.
 
 use crate::guard::{self, Verdict};
-use crate::invocation::{self, Class};
+use crate::invocation::{self, Class, Policy};
 use crate::{debug, env, locate, passthrough, turn};
 use std::ffi::OsString;
 use std::path::Path;
 
 pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
+    // A panic in the shim's own logic must not reach the caller's streams:
+    // it goes to errors.log, and the turn runs as the caller asked.
+    std::panic::set_hook(Box::new(|info| {
+        crate::error!("internal error: {info}");
+    }));
     let pid = std::process::id();
     let ppid = nix::unistd::getppid().as_raw() as u32;
     let guard = match guard::check(env::guard(), pid, ppid) {
@@ -31,7 +36,7 @@ pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
             std::process::exit(if cannot_exec { 126 } else { 127 })
         }
     };
-    match invocation::classify(&args, env::bypass()) {
+    match invocation::classify(&args, Policy::from_env()) {
         Class::PassThrough(reason) => {
             debug!("pass-through ({}) to {}", reason.describe(), real.display());
             exec_or_die(&real, &args, &guard)

@@ -4,8 +4,8 @@
 
 mod cli_support;
 
-use claude_shim::store::pins::NewPin;
-use claude_shim::store::runs::{Kind, Run};
+use claude_shim::store::pins::{NewPin, Ownership};
+use claude_shim::store::runs::{Kind, Run, Spent};
 use claude_shim::store::Store;
 use cli_support::{ok, run, stderr, Sandbox};
 use serde_json::Value;
@@ -15,26 +15,21 @@ const S2: &str = "22222222-2222-4222-8222-222222222222";
 const S3: &str = "33333333-3333-4333-8333-333333333333";
 const DAY: i64 = 86_400;
 
+/// A store whose clock is `days_ago` back.
+fn aged(store: &Store, days_ago: i64) -> Store {
+    let at = claude_shim::store::now() - days_ago * DAY;
+    Store::open_in(store.path.parent().unwrap())
+        .unwrap()
+        .with_clock(move || at)
+}
+
 fn pin(store: &mut Store, session: &str, cwd: &str, turns: usize, preview: &str, days_ago: i64) {
-    store
-        .add_pin(&NewPin {
-            scope: "scope",
-            chain: &format!("{session}/{turns}"),
-            session,
-            assistant_uuid: Some("a"),
-            reply_hashes: &[],
-            preamble_hash: None,
-            turns,
-            cwd,
-            reply_preview: preview,
-        })
-        .unwrap();
-    store
-        .conn
-        .execute(
-            "UPDATE pins SET created_at = created_at - ?1 WHERE id = (SELECT MAX(id) FROM pins)",
-            [days_ago * DAY],
-        )
+    let names: Vec<String> = (1..=turns).map(|k| format!("{session}/{k}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut p = NewPin::of_turns(session, "a", cwd, &names, preview);
+    p.reply_hashes.clear();
+    aged(store, days_ago)
+        .add_pin(&p, Ownership::Kept, "/c")
         .unwrap();
 }
 
@@ -157,24 +152,19 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
         // S2 also has an old node: past the cutoff, dropped on its own.
         pin(&mut store, S2, "/b", 2, "old node", 40);
         for days_ago in [0, 100] {
-            store
+            aged(&store, days_ago)
                 .log_run(&Run {
                     cwd: "/a",
                     kind: Kind::Fresh,
+                    why_code: "first-turn",
+                    why: "first turn",
                     exit: 0,
                     bytes_in: 1,
                     bytes_sent: 1,
-                    result: None,
+                    spent: Spent::default(),
                     session: None,
-                    note: None,
+                    conv_key: None,
                 })
-                .unwrap();
-            store
-                .conn
-                .execute(
-                    "UPDATE runs SET at = at - ?1 WHERE id = (SELECT MAX(id) FROM runs)",
-                    [days_ago * DAY],
-                )
                 .unwrap();
         }
     }

@@ -5,8 +5,8 @@
 
 mod cli_support;
 
-use claude_shim::observe::{ResultEvent, Usage};
-use claude_shim::store::runs::{Kind, Run};
+use claude_shim::events::Usage;
+use claude_shim::store::runs::{Kind, Run, Spent, UsageFrom};
 use claude_shim::store::Store;
 use cli_support::{ok, run, stderr, Sandbox};
 use serde_json::Value;
@@ -14,41 +14,39 @@ use std::io::Read;
 
 const DAY: i64 = 86_400;
 
-fn result(cache_read: u64, cost: f64) -> ResultEvent {
-    ResultEvent {
-        subtype: "success".into(),
-        usage: Usage {
-            input_tokens: 10,
-            cache_creation_input_tokens: 100,
-            cache_read_input_tokens: cache_read,
-            output_tokens: 20,
-        },
+fn spent(cache_read: u64, cost: f64) -> Spent {
+    let usage = Usage {
+        input_tokens: 10,
+        cache_creation_input_tokens: 100,
+        cache_read_input_tokens: cache_read,
+        output_tokens: 20,
+    };
+    Spent {
+        usage: Some((usage, UsageFrom::Result)),
         cost_usd: Some(cost),
-        ..ResultEvent::default()
+        total_cost_usd: Some(cost),
     }
 }
 
-/// Log a run and move it `days_ago` back in time.
+/// Log a run `days_ago` back in time (by the store's clock).
 fn seed(store: &Store, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64) {
-    let r = result(5000, 0.01);
+    let at = claude_shim::store::now() - days_ago * DAY;
+    let store = Store::open_in(store.path.parent().unwrap())
+        .unwrap()
+        .with_clock(move || at);
     store
         .log_run(&Run {
             cwd,
             kind,
+            why_code: "resumed",
+            why: "resumed",
             exit: 0,
             bytes_in: bytes.0,
             bytes_sent: bytes.1,
-            result: Some(&r),
+            spent: spent(5000, 0.01),
             session: None,
-            note: None,
+            conv_key: None,
         })
-        .unwrap();
-    store
-        .conn
-        .execute(
-            "UPDATE runs SET at = at - ?1 WHERE id = (SELECT MAX(id) FROM runs)",
-            [days_ago * DAY],
-        )
         .unwrap();
 }
 

@@ -158,7 +158,7 @@ proptest! {
         "[-a-zA-Z=]{0,12}", "\\PC{0,8}",
     ], 0..12)) {
         let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-        let _ = claude_shim::invocation::classify(&os, false);
+        let _ = claude_shim::invocation::classify(&os, Default::default());
     }
 
     #[test]
@@ -183,7 +183,7 @@ proptest! {
         let p = claude_shim::prompt::read_stream_json(&mut input).unwrap();
         // Nothing is lost: every byte is in the prompt's parts.
         let total = match &p {
-            claude_shim::prompt::Prompt::StreamJson { before, line, more, after } =>
+            claude_shim::prompt::Prompt::StreamJson { before, line, more, after, .. } =>
                 before.len() + line.len() + more.iter().map(Vec::len).sum::<usize>() + after.len(),
             claude_shim::prompt::Prompt::None { bytes, .. } => bytes.len(),
             other => return Err(TestCaseError::fail(format!("{other:?}"))),

@@ -107,7 +107,7 @@ fn within(what: &str, input: usize, peak: usize) {
 
 fn parse_argv(args: &[OsString]) {
     let _ = claude_shim::argv::parse(args);
-    let _ = claude_shim::invocation::classify(args, false);
+    let _ = claude_shim::invocation::classify(args, Default::default());
 }
 
 fn parse_text(text: &str) {
@@ -118,7 +118,7 @@ fn parse_text(text: &str) {
             let _ = c.prior_user_turns().count();
         }
     }
-    let _ = claude_shim::identity::reply_hash(text);
+    let _ = claude_shim::identity::ReplyHash::of(text);
 }
 
 fn observe(bytes: &[u8], chunk: usize) {
@@ -163,6 +163,7 @@ fn read_stream(bytes: &[u8], chunk: usize) -> Prompt {
             line,
             more,
             after,
+            ..
         } => before.len() + line.len() + more.iter().map(Vec::len).sum::<usize>() + after.len(),
         Prompt::None { bytes, .. } => bytes.len(),
         other => panic!("{other:?}"),
@@ -330,7 +331,7 @@ proptest! {
 
     #[test]
     fn reply_normalisation_never_panics(text in "(<thinking>|</thinking>|\\PC){0,300}") {
-        let (peak, _, _) = measure(|| claude_shim::identity::reply_hash(&text));
+        let (peak, _, _) = measure(|| claude_shim::identity::ReplyHash::of(&text));
         within("reply hash", text.len(), peak);
     }
 }

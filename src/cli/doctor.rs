@@ -4,7 +4,7 @@
 //! Facts are gathered first (effects), then judged by a pure function.
 
 use super::{install, Run};
-use crate::store::caps::{BinaryKey, Capabilities};
+use crate::store::caps::BinaryKey;
 use crate::store::report::{self, Health};
 use crate::store::{Store, DB_FILE};
 use anyhow::Result;
@@ -63,26 +63,7 @@ pub struct Facts {
     pub recent_errors: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Caps {
-    pub version: String,
-    pub resume: bool,
-    pub fork_session: bool,
-    pub session_id: bool,
-    pub resume_session_at: bool,
-}
-
-impl From<Capabilities> for Caps {
-    fn from(c: Capabilities) -> Caps {
-        Caps {
-            version: c.version,
-            resume: c.resume,
-            fork_session: c.fork_session,
-            session_id: c.session_id,
-            resume_session_at: c.resume_session_at,
-        }
-    }
-}
+pub use crate::probe::Capabilities as Caps;
 
 const ERROR_LINES: usize = 5;
 
@@ -193,10 +174,10 @@ pub fn gather(dir: Option<&Path>) -> Facts {
             .zip(store.as_ref())
             .and_then(|(key, s)| s.capabilities(&key).ok().flatten());
         if let Some(c) = cached {
-            f.capabilities = Some(c.into());
+            f.capabilities = Some(c);
             f.capabilities_source = "cached".into();
         } else if let Some(c) = crate::probe::probe(&real, &guard_for_children()) {
-            f.capabilities = Some(c.into());
+            f.capabilities = Some(c);
             f.capabilities_source = "probed".into();
         }
     }

@@ -4,14 +4,14 @@
 mod chart;
 mod completions;
 pub mod doctor;
-mod duration;
+pub(crate) mod duration;
 mod forget;
 mod gc;
 mod human;
 pub mod init;
 pub mod install;
 mod pins;
-mod quote;
+pub(crate) mod quote;
 mod stats;
 mod style;
 mod tally;
@@ -57,16 +57,7 @@ enum Command {
     },
     /// Dry-run one turn: dialect, turns, identity, pin match (or why not),
     /// and exactly what would be sent. Reads the caller's stdin from FILE or -.
-    Explain {
-        /// The prompt input the caller would pipe to claude (default: stdin).
-        file: Option<std::path::PathBuf>,
-        /// Machine-readable output.
-        #[arg(long)]
-        json: bool,
-        /// The claude arguments of the call (default: -p).
-        #[arg(last = true)]
-        args: Vec<OsString>,
-    },
+    Explain(Explain),
     Install(install::Install),
     Uninstall(install::Uninstall),
     Init(init::Init),
@@ -78,6 +69,24 @@ enum Command {
     Completions(completions::Completions),
 }
 
+#[derive(clap::Args)]
+pub struct Explain {
+    /// The prompt input the caller would pipe to claude (default: stdin).
+    file: Option<std::path::PathBuf>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+    /// The claude arguments of the call (default: -p).
+    #[arg(last = true)]
+    args: Vec<OsString>,
+}
+
+impl Run for Explain {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        crate::explain::run(self.file.as_deref(), self.args.clone(), self.json, out)
+    }
+}
+
 pub fn main(args: Vec<OsString>) -> ! {
     let cli = Cli::parse_from(args);
     let command: &dyn Run = match &cli.command {
@@ -85,15 +94,7 @@ pub fn main(args: Vec<OsString>) -> ! {
             let me = std::env::current_exe().unwrap_or_else(|_| "claude-shim".into());
             crate::shim::main(Path::new(&me), args.clone())
         }
-        Command::Explain { file, json, args } => {
-            match crate::explain::run(file.as_deref(), args.clone(), *json) {
-                Ok(code) => std::process::exit(code),
-                Err(e) => {
-                    eprintln!("claude-shim explain: {e:#}");
-                    std::process::exit(1)
-                }
-            }
-        }
+        Command::Explain(c) => c,
         Command::Install(c) => c,
         Command::Uninstall(c) => c,
         Command::Init(c) => c,

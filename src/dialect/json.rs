@@ -83,6 +83,37 @@ impl Dialect for Json {
         c.delta_with_preamble = one(true)?;
         Some(c)
     }
+
+    fn ends_with_reply(&self, text: &str) -> bool {
+        let Some(messages) = Json::messages(text) else {
+            return false;
+        };
+        match messages.split_last() {
+            Some((last, earlier)) => {
+                last.get("role").and_then(Value::as_str) == Some("assistant")
+                    && parse_messages(self.name(), earlier, None).is_some()
+            }
+            None => false,
+        }
+    }
+}
+
+impl Json {
+    /// The messages of an array or a Roo wrapper.
+    fn messages(text: &str) -> Option<Vec<Value>> {
+        let trimmed = text.trim_start();
+        if !trimmed.starts_with('[') && !trimmed.starts_with('{') {
+            return None;
+        }
+        match serde_json::from_str(text).ok()? {
+            Value::Array(m) => Some(m),
+            Value::Object(mut o) => match o.remove("messages")? {
+                Value::Array(m) => Some(m),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
 
 /// `[{role, content}]` messages, alternating from the user and ending with

@@ -41,7 +41,7 @@ impl Labels {
 /// pasted user message) held a line that reads like a marker. The earlier of
 /// the two is content of the turn before it. Proof of receipt still checks
 /// the result against the reply the shim captured.
-fn absorb_repeat(turns: &mut Vec<(Role, String, String)>, next: Role) {
+fn absorb_repeat(turns: &mut Vec<Split>, next: Role) {
     let repeats = turns.last().is_some_and(|(role, ..)| *role == next);
     if repeats && turns.len() >= 2 {
         if let Some((_, _, raw)) = turns.pop() {
@@ -55,20 +55,19 @@ fn absorb_repeat(turns: &mut Vec<(Role, String, String)>, next: Role) {
     }
 }
 
-impl Dialect for Labels {
-    fn name(&self) -> &'static str {
-        self.name
-    }
+/// A turn as split: role, body, and the turn's raw lines.
+type Split = (Role, String, String);
 
-    fn parse(&self, text: &str) -> Option<Conversation> {
+impl Labels {
+    /// The preamble and the alternating turns.
+    fn turns(&self, text: &str) -> Option<(String, Vec<Split>)> {
         // Cheap refusal before any copy: no user marker at a line start.
         if !text.starts_with(self.user) && !text.contains(&format!("\n{}", self.user)) {
             return None;
         }
         let text = super::lf(text);
         let mut preamble = String::new();
-        // (role, body, the turn's raw lines)
-        let mut turns: Vec<(Role, String, String)> = Vec::new();
+        let mut turns: Vec<Split> = Vec::new();
         for line in text.split('\n') {
             match self.marker(line) {
                 Some((role, rest)) => {
@@ -100,6 +99,17 @@ impl Dialect for Labels {
         if turns.is_empty() || !alternates {
             return None;
         }
+        Some((preamble, turns))
+    }
+}
+
+impl Dialect for Labels {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn parse(&self, text: &str) -> Option<Conversation> {
+        let (preamble, mut turns) = self.turns(text)?;
         // A bare trailing `Assistant:` is a cue for the model, not a turn.
         let mut suffix = None;
         if let Some((Role::Assistant, body, _)) = turns.last() {
@@ -122,6 +132,14 @@ impl Dialect for Labels {
         let mut c = Conversation::new(self.name, preamble, prior, current.trim().to_owned());
         c.suffix = suffix;
         Some(c)
+    }
+
+    fn ends_with_reply(&self, text: &str) -> bool {
+        self.turns(text).is_some_and(|(_, turns)| {
+            turns
+                .last()
+                .is_some_and(|(role, body, _)| *role == Role::Assistant && !body.trim().is_empty())
+        })
     }
 }
 

@@ -106,6 +106,11 @@ pub trait Dialect: Sync {
     /// `Some` only when the whole prompt fits this dialect's shape and holds
     /// at least one role marker.
     fn parse(&self, text: &str) -> Option<Conversation>;
+    /// Whether the text fits this dialect but ends with a reply: a saved
+    /// transcript, with no new user message to send.
+    fn ends_with_reply(&self, _text: &str) -> bool {
+        false
+    }
 }
 
 /// Specific dialects, tried together; a prompt that fits two of them
@@ -176,7 +181,17 @@ pub fn detect(text: &str, forced: Option<&str>) -> Detection {
     }
     match fits.into_iter().next() {
         Some(c) => Detection::Recognised(c),
-        None => Detection::Unrecognised("no role markers of a known dialect".into()),
+        None => match DIALECTS
+            .iter()
+            .chain([&FALLBACK])
+            .find(|d| d.ends_with_reply(text))
+        {
+            Some(d) => Detection::Unrecognised(format!(
+                "a {} transcript that ends with a reply: no new user message to send",
+                d.name()
+            )),
+            None => Detection::Unrecognised("no role markers of a known dialect".into()),
+        },
     }
 }
 
@@ -229,6 +244,21 @@ mod tests {
             panic!()
         };
         assert_eq!(c.dialect, "generic");
+        // A saved transcript is told apart from an unknown shape.
+        let Detection::Unrecognised(why) = detect("Human: a\n\nAssistant: b", None) else {
+            panic!()
+        };
+        assert!(why.contains("ends with a reply"), "{why}");
+        let Detection::Unrecognised(why) = detect(
+            r#"[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]"#,
+            None,
+        ) else {
+            panic!()
+        };
+        assert!(
+            why.contains("json transcript that ends with a reply"),
+            "{why}"
+        );
         // Each specific dialect is found by detect.
         for (text, name) in [
             ("## user\na\n\n## assistant\nb\n\n## user\nc", "markdown"),

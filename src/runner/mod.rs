@@ -12,6 +12,18 @@ use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+/// What the turn learns while the run goes on.
+pub trait Watch: Send + Sync {
+    /// A result event was read. Called on the output thread before the
+    /// result's bytes are passed on, so what is recorded here is recorded
+    /// before the caller can act on the result.
+    fn result(&self, obs: &Observation);
+    /// The CLI can take no further message: text input, or the caller's
+    /// stream-json input reached its end.
+    fn input_closed(&self);
+}
 
 /// What the child reads on stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +107,11 @@ pub fn prepare_signals(child: &signals::ChildPid) -> std::io::Result<()> {
 }
 
 /// Run the child to completion. An error means it could not be started.
-pub fn run(spec: Spec, child_pid: &signals::ChildPid) -> std::io::Result<Finished> {
+pub fn run(
+    spec: Spec,
+    child_pid: &signals::ChildPid,
+    watch: Option<Arc<dyn Watch>>,
+) -> std::io::Result<Finished> {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .env(crate::env::GUARD, &spec.guard)
@@ -106,16 +122,15 @@ pub fn run(spec: Spec, child_pid: &signals::ChildPid) -> std::io::Result<Finishe
             _ => Stdio::piped(),
         });
     let parent = nix::unistd::getpid();
+    let portable = crate::platform::portable();
     // SAFETY: only async-signal-safe calls (sigaction, sigprocmask, prctl,
     // getppid, kill) run between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             signals::reset_for_child()?;
-            // The child dies with the shim, even by SIGKILL.
-            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
-            if nix::unistd::getppid() != parent {
-                let _ = nix::sys::signal::raise(Signal::SIGTERM);
-            }
+            // The child dies with the shim, even by SIGKILL (where the
+            // platform can say so; elsewhere when its pipes close).
+            crate::platform::die_with_parent(Signal::SIGTERM, parent, portable)?;
             Ok(())
         });
     }
@@ -129,21 +144,44 @@ pub fn run(spec: Spec, child_pid: &signals::ChildPid) -> std::io::Result<Finishe
     child_pid.set(child.id() as i32);
 
     let (hold, gate) = tee::Hold::new(spec.hold);
-    let feeder = child
-        .stdin
-        .take()
-        .map(|stdin| feed(stdin, spec.stdin.clone(), gate));
+    let streaming = matches!(spec.stdin, StdinPlan::Stream { .. });
+    if !streaming {
+        if let Some(w) = &watch {
+            w.input_closed();
+        }
+    }
+    let feeder = child.stdin.take().map(|stdin| {
+        let on_eof = streaming.then(|| watch.clone()).flatten();
+        feed(stdin, spec.stdin.clone(), gate, on_eof)
+    });
     let err_thread = child.stderr.take().map(|from| {
         let hold = hold.clone();
-        std::thread::spawn(move || tee::copy(from, tee::Stream::Err, hold, None, |_| false))
+        std::thread::spawn(move || tee::copy(from, tee::Stream::Err, hold, None, |_| false, |_| {}))
     });
     let out_thread = child.stdout.take().map(|from| {
         let hold = hold.clone();
         let observer = Observer::new(spec.output);
+        let watch = watch.clone();
         std::thread::spawn(move || {
-            // A stream-json init event means the CLI accepted the session.
-            let proven = |o: &Observer| o.observation().init_session.is_some();
-            tee::copy(from, tee::Stream::Out, hold, Some(observer), proven)
+            // A stream-json init event, or a successful result (json), means
+            // the CLI accepted the session.
+            let proven = |o: &Observer| {
+                let obs = o.observation();
+                obs.init_session.is_some() || obs.has_success_result()
+            };
+            let on_result = |o: &Observer| {
+                if let Some(w) = &watch {
+                    w.result(o.observation());
+                }
+            };
+            tee::copy(
+                from,
+                tee::Stream::Out,
+                hold,
+                Some(observer),
+                proven,
+                on_result,
+            )
         })
     });
 
@@ -176,8 +214,24 @@ fn feed(
     mut to: std::process::ChildStdin,
     plan: StdinPlan,
     gate: std::sync::mpsc::Receiver<()>,
+    on_eof: Option<Arc<dyn Watch>>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
+        forward(&mut to, plan, gate);
+        if let Some(w) = on_eof {
+            w.input_closed();
+        }
+    })
+}
+
+/// The feeder's work; returns when the input ends (or the child stops
+/// reading).
+fn forward(
+    to: &mut std::process::ChildStdin,
+    plan: StdinPlan,
+    gate: std::sync::mpsc::Receiver<()>,
+) {
+    {
         let (first, pending) = match plan {
             StdinPlan::Inherit => return,
             StdinPlan::Bytes(b) => (b, None),
@@ -204,5 +258,5 @@ fn feed(
                 Err(_) => break,
             }
         }
-    })
+    }
 }

@@ -3,6 +3,7 @@
 //! so a refused resume can be discarded and rerun without the caller seeing it.
 
 use crate::observe::Observer;
+use crate::platform::Spliced;
 use std::io::{ErrorKind, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::{Arc, Mutex};
@@ -90,13 +91,16 @@ pub fn copy(
     hold: SharedHold,
     mut observer: Option<Observer>,
     commit_when: impl Fn(&Observer) -> bool,
+    on_result: impl Fn(&Observer),
 ) -> Option<Observer> {
     let mut buf = vec![0u8; CHUNK];
     let mut may_splice = true;
     loop {
         // Nothing left to hold or observe: move the bytes in the kernel.
         if may_splice && released(&hold) && observer.as_ref().is_none_or(|o| !o.wants_bytes()) {
-            match splice_all(from.as_fd(), to) {
+            // SAFETY: fds 1 and 2 stay open for the life of the process.
+            let out = unsafe { BorrowedFd::borrow_raw(to as i32) };
+            match crate::platform::splice_all(from.as_fd(), out) {
                 Spliced::Done(n) => {
                     if let Some(o) = observer.as_mut() {
                         o.skipped(n);
@@ -119,7 +123,9 @@ pub fn copy(
         };
         let chunk = &buf[..n];
         if let Some(o) = observer.as_mut() {
-            o.feed(chunk);
+            if o.feed(chunk).result {
+                on_result(o);
+            }
         }
         if !pass(
             to,
@@ -131,32 +137,6 @@ pub fn copy(
         }
     }
     observer
-}
-
-enum Spliced {
-    /// EOF, or the caller's end is gone; this many bytes moved.
-    Done(u64),
-    /// splice(2) cannot serve this pair of fds (e.g. a terminal); this many
-    /// bytes moved before that was known.
-    Unsupported(u64),
-}
-
-/// splice(2) from the child's pipe to our fd until EOF: no copy through
-/// user space, so the tee keeps up with a plain pipe.
-fn splice_all(from: BorrowedFd<'_>, to: Stream) -> Spliced {
-    use nix::fcntl::{splice, SpliceFFlags};
-    // SAFETY: fds 1 and 2 stay open for the life of the process.
-    let out = unsafe { BorrowedFd::borrow_raw(to as i32) };
-    let mut moved = 0u64;
-    loop {
-        match splice(from, None, out, None, 1 << 20, SpliceFFlags::SPLICE_F_MOVE) {
-            Ok(0) => return Spliced::Done(moved),
-            Ok(n) => moved += n as u64,
-            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => continue,
-            Err(nix::errno::Errno::EPIPE) => return Spliced::Done(moved),
-            Err(_) => return Spliced::Unsupported(moved),
-        }
-    }
 }
 
 /// Deliver or hold one chunk; false when the caller's end is gone.

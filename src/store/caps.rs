@@ -2,17 +2,9 @@
 //! path, size and mtime so an upgrade is noticed without probing every run.
 
 use super::Store;
+pub use crate::probe::Capabilities;
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
-
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Capabilities {
-    pub version: String,
-    pub resume: bool,
-    pub fork_session: bool,
-    pub session_id: bool,
-    pub resume_session_at: bool,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BinaryKey {

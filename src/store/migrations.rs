@@ -31,6 +31,31 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE sessions (
         session TEXT PRIMARY KEY, head_uuid TEXT,
         lease_pid INTEGER, lease_until INTEGER);",
+    // 3: per-part identity (why a turn missed), reasons and true per-turn
+    // costs in the runs log, ephemeral sessions, interrupted attempts.
+    // Costs logged before this were the CLI's running totals: kept as such,
+    // and a turn's own cost stays only where total = own (fresh sessions).
+    "ALTER TABLE pins RENAME COLUMN chain TO node;
+     ALTER TABLE pins ADD COLUMN chain TEXT;
+     ALTER TABLE pins ADD COLUMN parts TEXT;
+     ALTER TABLE pins ADD COLUMN conv_key TEXT;
+     CREATE INDEX pins_chain ON pins(chain);
+     ALTER TABLE sessions ADD COLUMN draining INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE sessions ADD COLUMN ephemeral INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE sessions ADD COLUMN config_dir TEXT;
+     ALTER TABLE sessions ADD COLUMN used_at INTEGER;
+     ALTER TABLE runs ADD COLUMN why_code TEXT;
+     ALTER TABLE runs ADD COLUMN why TEXT;
+     ALTER TABLE runs ADD COLUMN total_cost_usd REAL;
+     ALTER TABLE runs ADD COLUMN usage_from TEXT;
+     ALTER TABLE runs ADD COLUMN conv_key TEXT;
+     UPDATE runs SET total_cost_usd = cost_usd;
+     UPDATE runs SET cost_usd = NULL WHERE kind NOT IN ('fresh', 'fallback');
+     CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY, node TEXT NOT NULL, message TEXT NOT NULL,
+        session TEXT NOT NULL, pid INTEGER NOT NULL, started_at INTEGER NOT NULL,
+        ended_at INTEGER, outcome TEXT, continues INTEGER NOT NULL DEFAULT 0);
+     CREATE INDEX attempts_key ON attempts(node, message);",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

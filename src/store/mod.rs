@@ -2,6 +2,7 @@
 //! Every failure here is reported to the caller of these functions, who logs
 //! it and carries on without the store (the turn runs as without the shim).
 
+pub mod attempts;
 pub mod caps;
 mod migrations;
 pub mod pins;
@@ -22,9 +23,13 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// goes on without the store (see `hot_path_busy`).
 const HOT_PATH_BUDGET: Duration = Duration::from_millis(1500);
 
+/// Seconds since the epoch, as the store sees them (injectable for tests).
+pub type Clock = std::sync::Arc<dyn Fn() -> i64 + Send + Sync>;
+
 pub struct Store {
     pub conn: Connection,
     pub path: PathBuf,
+    clock: Clock,
 }
 
 impl Store {
@@ -73,6 +78,18 @@ impl Store {
         Self::open_at(&dir, true)
     }
 
+    /// The same store, with `clock` telling the time (tests age rows this
+    /// way instead of rewriting them).
+    pub fn with_clock(mut self, clock: impl Fn() -> i64 + Send + Sync + 'static) -> Store {
+        self.clock = std::sync::Arc::new(clock);
+        self
+    }
+
+    /// Now, in epoch seconds, by this store's clock.
+    pub fn now(&self) -> i64 {
+        (self.clock)()
+    }
+
     fn setup(conn: Connection, path: PathBuf, hot: bool) -> Result<Store> {
         // Several shims creating the database at once race to switch it to
         // WAL and to migrate it; SQLite answers a lock upgrade that could
@@ -93,7 +110,11 @@ impl Store {
             true,
         )?;
         retry_busy(hot, || migrations::apply(&conn).context("migrating"))?;
-        Ok(Store { conn, path })
+        Ok(Store {
+            conn,
+            path,
+            clock: std::sync::Arc::new(now),
+        })
     }
 
     pub fn schema_version(&self) -> Result<i64> {

@@ -1,85 +1,212 @@
-//! Pins: a conversation node (scope + chain hash of its user turns) and the
-//! reply the caller received → the Claude Code session that holds it.
-//! Sessions: which node is the head of each session, and the in-place lease.
+//! Pins: a conversation node (scope + chain of its turns) and the reply the
+//! caller received → the Claude Code session that holds it. Sessions: which
+//! node is the head of each session, the in-place lease, and whether the
+//! shim owns the session file (ephemeral: made for a caller that turned
+//! persistence off).
 
 use super::Store;
+use crate::identity::{Chain, ConvKey, Node, PreambleHash, ReplyHash, Scope, ScopeParts};
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Pin {
     pub id: i64,
     pub session: String,
     pub assistant_uuid: Option<String>,
-    pub reply_hashes: Vec<String>,
-    pub preamble_hash: Option<String>,
+    pub reply_hashes: Vec<ReplyHash>,
+    pub preamble_hash: Option<PreambleHash>,
     pub turns: i64,
     pub created_at: i64,
+    /// Not read by the plan; kept for reports.
+    pub total_cost_usd: Option<f64>,
 }
 
-pub struct NewPin<'a> {
-    pub scope: &'a str,
-    pub chain: &'a str,
-    pub session: &'a str,
-    pub assistant_uuid: Option<&'a str>,
-    pub reply_hashes: &'a [String],
-    pub preamble_hash: Option<&'a str>,
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewPin {
+    pub scope: Scope,
+    pub node: Node,
+    /// The node's chain without scope (finds it from elsewhere).
+    pub chain: Chain,
+    pub parts: ScopeParts,
+    pub conv_key: Option<ConvKey>,
+    pub session: String,
+    pub assistant_uuid: Option<String>,
+    pub reply_hashes: Vec<ReplyHash>,
+    pub preamble_hash: Option<PreambleHash>,
     pub turns: usize,
-    pub cwd: &'a str,
-    pub reply_preview: &'a str,
+    pub cwd: String,
+    pub reply_preview: String,
+}
+
+impl NewPin {
+    /// A pin of the user turns `turns` (in order) in `cwd`, as a run with
+    /// no session-shaping flags would record it: for tests and benchmarks
+    /// that seed a store.
+    pub fn of_turns(
+        session: &str,
+        assistant_uuid: &str,
+        cwd: &str,
+        turns: &[&str],
+        reply: &str,
+    ) -> NewPin {
+        let parts = ScopeParts {
+            cwd: cwd.into(),
+            ..Default::default()
+        };
+        let chain = turns.iter().fold(Chain::empty(), |c, t| c.user(t));
+        NewPin {
+            scope: parts.scope(),
+            node: chain.node(&parts.scope()),
+            chain,
+            parts,
+            conv_key: turns.first().map(|t| ConvKey::of(t)),
+            session: session.into(),
+            assistant_uuid: Some(assistant_uuid.into()),
+            reply_hashes: vec![ReplyHash::of(reply)],
+            preamble_hash: None,
+            turns: turns.len(),
+            cwd: cwd.into(),
+            reply_preview: reply.into(),
+        }
+    }
+}
+
+/// The same turns, pinned in another scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Elsewhere {
+    pub parts: ScopeParts,
+    pub created_at: i64,
 }
 
 /// A lease older than this is stale even if its pid is alive (pid reuse).
 const LEASE_SECS: i64 = 6 * 3600;
 
+/// What taking the in-place lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    Taken,
+    /// The session's head moved on: this node is not the latest.
+    NotHead,
+    /// A live turn holds it. `draining`: that turn has its result and will
+    /// end soon (it only writes its closing records).
+    Held {
+        draining: bool,
+    },
+}
+
+/// How a session's file came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ownership {
+    /// The caller's (kept as Claude Code keeps any session).
+    Kept,
+    /// Made by the shim for a caller that turned persistence off: deleted
+    /// once superseded or idle.
+    Ephemeral,
+}
+
 impl Store {
     /// Pins of one node, newest first.
-    pub fn find_pins(&self, scope: &str, chain: &str) -> Result<Vec<Pin>> {
-        let mut stmt = self.conn.prepare(
+    pub fn find_pins(&self, node: &Node) -> Result<Vec<Pin>> {
+        let mut stmt = self.conn.prepare_cached(
             "SELECT id, session, assistant_uuid, reply_hashes, preamble_hash, turns, created_at
-             FROM pins WHERE scope = ?1 AND chain = ?2 ORDER BY id DESC",
+             FROM pins WHERE node = ?1 ORDER BY id DESC",
         )?;
-        let rows = stmt.query_map(params![scope, chain], |r| {
+        let rows = stmt.query_map(params![node.as_str()], |r| {
             let hashes: String = r.get(3)?;
+            let hashes: Vec<String> = serde_json::from_str(&hashes).unwrap_or_default();
             Ok(Pin {
                 id: r.get(0)?,
                 session: r.get(1)?,
                 assistant_uuid: r.get(2)?,
-                reply_hashes: serde_json::from_str(&hashes).unwrap_or_default(),
-                preamble_hash: r.get(4)?,
+                reply_hashes: hashes.into_iter().map(ReplyHash::from_stored).collect(),
+                preamble_hash: r
+                    .get::<_, Option<String>>(4)?
+                    .map(PreambleHash::from_stored),
                 turns: r.get(5)?,
                 created_at: r.get(6)?,
+                total_cost_usd: None,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Record a node reached by a successful run; it becomes its session's head.
-    pub fn add_pin(&mut self, pin: &NewPin<'_>) -> Result<()> {
+    /// The newest pin of the same turns in any scope (for saying why a
+    /// turn did not resume).
+    pub fn find_elsewhere(&self, chain: &Chain) -> Result<Option<Elsewhere>> {
+        let row: Option<(Option<String>, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT parts, created_at FROM pins WHERE chain = ?1 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row(params![chain.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        Ok(row.and_then(|(parts, created_at)| {
+            Some(Elsewhere {
+                parts: serde_json::from_str(&parts?).ok()?,
+                created_at,
+            })
+        }))
+    }
+
+    /// Record a node reached by a successful run; it becomes its session's
+    /// head. Returns the pin's id (to take it back should the run fail).
+    pub fn add_pin(&mut self, pin: &NewPin, ownership: Ownership, config_dir: &str) -> Result<i64> {
+        let now = self.now();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let hashes: Vec<&str> = pin.reply_hashes.iter().map(ReplyHash::as_str).collect();
         tx.execute(
-            "INSERT INTO pins (scope, chain, session, assistant_uuid, reply_hashes, preamble_hash,
-                               turns, cwd, created_at, reply_preview)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO pins (scope, node, chain, parts, conv_key, session, assistant_uuid,
+                               reply_hashes, preamble_hash, turns, cwd, created_at, reply_preview)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
-                pin.scope,
-                pin.chain,
+                pin.scope.as_str(),
+                pin.node.as_str(),
+                pin.chain.as_str(),
+                serde_json::to_string(&pin.parts)?,
+                pin.conv_key.as_ref().map(ConvKey::as_str),
                 pin.session,
                 pin.assistant_uuid,
-                serde_json::to_string(pin.reply_hashes)?,
-                pin.preamble_hash,
+                serde_json::to_string(&hashes)?,
+                pin.preamble_hash.as_ref().map(PreambleHash::as_str),
                 pin.turns as i64,
                 pin.cwd,
-                super::now(),
+                now,
                 pin.reply_preview,
             ],
         )?;
+        let id = tx.last_insert_rowid();
         tx.execute(
-            "INSERT INTO sessions (session, head_uuid) VALUES (?1, ?2)
-             ON CONFLICT(session) DO UPDATE SET head_uuid = excluded.head_uuid",
-            params![pin.session, pin.assistant_uuid],
+            "INSERT INTO sessions (session, head_uuid, ephemeral, config_dir, used_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(session) DO UPDATE SET head_uuid = excluded.head_uuid,
+                 used_at = excluded.used_at,
+                 ephemeral = MAX(ephemeral, excluded.ephemeral),
+                 config_dir = COALESCE(config_dir, excluded.config_dir)",
+            params![
+                pin.session,
+                pin.assistant_uuid,
+                ownership == Ownership::Ephemeral,
+                config_dir,
+                now
+            ],
+        )?;
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Take back a pin whose run failed after all; the session's head goes
+    /// back to `head` (where the run started; `None` for a new session).
+    pub fn unpin(&mut self, id: i64, session: &str, head: Option<&str>) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM pins WHERE id = ?1", [id])?;
+        tx.execute(
+            "UPDATE sessions SET head_uuid = ?2 WHERE session = ?1",
+            params![session, head],
         )?;
         tx.commit()?;
         Ok(())
@@ -97,11 +224,8 @@ impl Store {
     pub fn session_head(&self, session: &str) -> Result<Option<String>> {
         Ok(self
             .conn
-            .query_row(
-                "SELECT head_uuid FROM sessions WHERE session = ?1",
-                [session],
-                |r| r.get(0),
-            )
+            .prepare_cached("SELECT head_uuid FROM sessions WHERE session = ?1")?
+            .query_row([session], |r| r.get(0))
             .optional()?
             .flatten())
     }
@@ -116,100 +240,239 @@ impl Store {
         head: Option<&str>,
         pid: i32,
         alive: impl Fn(i32) -> bool,
-    ) -> Result<bool> {
+    ) -> Result<Lease> {
+        let now = self.now();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row: Option<(Option<String>, Option<i32>, Option<i64>)> = tx
+        type Row = (Option<String>, Option<i32>, Option<i64>, bool);
+        let row: Option<Row> = tx
             .query_row(
-                "SELECT head_uuid, lease_pid, lease_until FROM sessions WHERE session = ?1",
+                "SELECT head_uuid, lease_pid, lease_until, draining FROM sessions WHERE session = ?1",
                 [session],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()?;
-        let now = super::now();
-        if let Some((current, holder, until)) = row {
+        if let Some((current, holder, until, draining)) = row {
             if current.as_deref() != head {
-                return Ok(false);
+                return Ok(Lease::NotHead);
             }
             if let (Some(holder), Some(until)) = (holder, until) {
                 if holder != pid && until > now && alive(holder) {
-                    return Ok(false);
+                    return Ok(Lease::Held { draining });
                 }
             }
         }
         tx.execute(
-            "INSERT INTO sessions (session, lease_pid, lease_until) VALUES (?1, ?2, ?3)
+            "INSERT INTO sessions (session, lease_pid, lease_until, draining, used_at)
+             VALUES (?1, ?2, ?3, 0, ?4)
              ON CONFLICT(session) DO UPDATE SET lease_pid = excluded.lease_pid,
-                                                lease_until = excluded.lease_until",
-            params![session, pid, now + LEASE_SECS],
+                 lease_until = excluded.lease_until, draining = 0, used_at = excluded.used_at",
+            params![session, pid, now + LEASE_SECS, now],
         )?;
         tx.commit()?;
-        Ok(true)
+        Ok(Lease::Taken)
+    }
+
+    /// The holder's turn has its result and its input is closed: it only
+    /// finishes writing, so a next turn may wait for it rather than branch.
+    pub fn mark_draining(&self, session: &str, pid: i32) -> Result<()> {
+        self.conn.execute(
+            "UPDATE sessions SET draining = 1 WHERE session = ?1 AND lease_pid = ?2",
+            params![session, pid],
+        )?;
+        Ok(())
     }
 
     pub fn release_lease(&self, session: &str, pid: i32) -> Result<()> {
         self.conn.execute(
-            "UPDATE sessions SET lease_pid = NULL, lease_until = NULL
+            "UPDATE sessions SET lease_pid = NULL, lease_until = NULL, draining = 0
              WHERE session = ?1 AND lease_pid = ?2",
             params![session, pid],
         )?;
         Ok(())
     }
+
+    /// The session was used (resumed or branched from) just now.
+    pub fn touch_session(&self, session: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE sessions SET used_at = ?2 WHERE session = ?1",
+            params![session, self.now()],
+        )?;
+        Ok(())
+    }
+
+    /// Ephemeral sessions whose files may go now: idle since before
+    /// `idle_before`, or superseded (every node they hold was pinned again,
+    /// later, with the same reply, in another session), and not leased by a
+    /// live turn. `(session, config dir)`.
+    pub fn expired_ephemeral(
+        &self,
+        idle_before: i64,
+        alive: impl Fn(i32) -> bool,
+    ) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT s.session, COALESCE(s.config_dir, ''), s.lease_pid FROM sessions s
+             WHERE s.ephemeral = 1 AND (
+                COALESCE(s.used_at, 0) < ?1
+                OR NOT EXISTS (
+                    SELECT 1 FROM pins p WHERE p.session = s.session AND NOT EXISTS (
+                        SELECT 1 FROM pins q WHERE q.node = p.node AND q.session <> p.session
+                            AND q.id > p.id AND q.reply_hashes = p.reply_hashes)))
+             LIMIT 64",
+        )?;
+        let rows = stmt.query_map([idle_before], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<i32>>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (session, config, holder) = row?;
+            if holder.is_some_and(&alive) {
+                continue;
+            }
+            out.push((session, config));
+        }
+        Ok(out)
+    }
+
+    /// Whether the shim made this session for a caller that turned
+    /// persistence off.
+    pub fn is_ephemeral(&self, session: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT ephemeral FROM sessions WHERE session = ?1")?
+            .query_row([session], |r| r.get(0))
+            .optional()?
+            .unwrap_or(false))
+    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn pin<'a>(session: &'a str, uuid: &'a str, hashes: &'a [String]) -> NewPin<'a> {
-        NewPin {
-            scope: "sc",
-            chain: "ch",
-            session,
-            assistant_uuid: Some(uuid),
-            reply_hashes: hashes,
-            preamble_hash: None,
-            turns: 1,
-            cwd: "/w",
-            reply_preview: "hi",
-        }
+    pub fn new_pin(session: &str, uuid: &str, turns: &[&str], reply: &str) -> NewPin {
+        NewPin::of_turns(session, uuid, "/w", turns, reply)
     }
 
     #[test]
     fn pins_heads_and_drop() {
         let mut s = Store::in_memory().unwrap();
-        let h = vec!["r1".to_string()];
-        s.add_pin(&pin("S", "A1", &h)).unwrap();
-        s.add_pin(&pin("T", "B1", &h)).unwrap();
-        let found = s.find_pins("sc", "ch").unwrap();
+        let a = new_pin("S", "A1", &["hi"], "r1");
+        s.add_pin(&a, Ownership::Kept, "/c").unwrap();
+        s.add_pin(&new_pin("T", "B1", &["hi"], "r1"), Ownership::Kept, "/c")
+            .unwrap();
+        let found = s.find_pins(&a.node).unwrap();
         assert_eq!(
             found.iter().map(|p| p.session.as_str()).collect::<Vec<_>>(),
             ["T", "S"]
         );
-        assert_eq!(found[1].reply_hashes, h);
+        assert_eq!(found[1].reply_hashes, [ReplyHash::of("r1")]);
         assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A1"));
         s.drop_session("S").unwrap();
-        assert_eq!(s.find_pins("sc", "ch").unwrap().len(), 1);
+        assert_eq!(s.find_pins(&a.node).unwrap().len(), 1);
         assert_eq!(s.session_head("S").unwrap(), None);
     }
 
     #[test]
-    fn lease_is_exclusive_while_holder_lives() {
+    fn unpin_takes_the_pin_and_the_head_back() {
         let mut s = Store::in_memory().unwrap();
-        let h = vec![];
-        s.add_pin(&pin("S", "A1", &h)).unwrap();
-        assert!(s.try_lease("S", Some("A1"), 1, |_| true).unwrap());
-        assert!(!s.try_lease("S", Some("A1"), 2, |_| true).unwrap());
-        assert!(
+        s.add_pin(&new_pin("S", "A1", &["a"], "r"), Ownership::Kept, "/c")
+            .unwrap();
+        let b = new_pin("S", "A2", &["a", "b"], "r");
+        let id = s.add_pin(&b, Ownership::Kept, "/c").unwrap();
+        assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A2"));
+        s.unpin(id, "S", Some("A1")).unwrap();
+        assert!(s.find_pins(&b.node).unwrap().is_empty());
+        assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A1"));
+    }
+
+    #[test]
+    fn elsewhere_finds_the_same_turns_in_another_scope() {
+        let mut s = Store::in_memory().unwrap();
+        let mut p = new_pin("S", "A1", &["a"], "r");
+        p.parts.cwd = "/other".into();
+        p.scope = p.parts.scope();
+        p.node = p.chain.node(&p.scope);
+        s.add_pin(&p, Ownership::Kept, "/c").unwrap();
+        let found = s.find_elsewhere(&p.chain).unwrap().unwrap();
+        assert_eq!(found.parts.cwd, "/other");
+        let other = Chain::empty().user("zzz");
+        assert_eq!(s.find_elsewhere(&other).unwrap(), None);
+    }
+
+    #[test]
+    fn lease_is_exclusive_while_holder_lives_and_says_when_it_drains() {
+        let mut s = Store::in_memory().unwrap();
+        s.add_pin(&new_pin("S", "A1", &["a"], "r"), Ownership::Kept, "/c")
+            .unwrap();
+        assert_eq!(
+            s.try_lease("S", Some("A1"), 1, |_| true).unwrap(),
+            Lease::Taken
+        );
+        assert_eq!(
+            s.try_lease("S", Some("A1"), 2, |_| true).unwrap(),
+            Lease::Held { draining: false }
+        );
+        s.mark_draining("S", 1).unwrap();
+        assert_eq!(
+            s.try_lease("S", Some("A1"), 2, |_| true).unwrap(),
+            Lease::Held { draining: true }
+        );
+        assert_eq!(
             s.try_lease("S", Some("A1"), 2, |_| false).unwrap(),
+            Lease::Taken,
             "dead holder"
         );
         s.release_lease("S", 2).unwrap();
         // The head moved on: the old node may not resume in place.
-        s.add_pin(&pin("S", "A9", &h)).unwrap();
-        assert!(!s.try_lease("S", Some("A1"), 3, |_| true).unwrap());
-        assert!(s.try_lease("S", Some("A9"), 3, |_| true).unwrap());
-        assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A9"));
+        s.add_pin(&new_pin("S", "A9", &["a", "b"], "r"), Ownership::Kept, "/c")
+            .unwrap();
+        assert_eq!(
+            s.try_lease("S", Some("A1"), 3, |_| true).unwrap(),
+            Lease::NotHead
+        );
+        assert_eq!(
+            s.try_lease("S", Some("A9"), 3, |_| true).unwrap(),
+            Lease::Taken
+        );
+    }
+
+    #[test]
+    fn ephemeral_sessions_expire_when_idle_or_superseded_never_while_leased() {
+        let t = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(1000));
+        let clock = t.clone();
+        let mut s = Store::in_memory()
+            .unwrap()
+            .with_clock(move || clock.load(std::sync::atomic::Ordering::SeqCst));
+        let set = |v| t.store(v, std::sync::atomic::Ordering::SeqCst);
+        s.add_pin(&new_pin("E", "A1", &["a"], "r"), Ownership::Ephemeral, "/c")
+            .unwrap();
+        s.add_pin(&new_pin("K", "B1", &["k"], "r"), Ownership::Kept, "/c")
+            .unwrap();
+        assert!(s.is_ephemeral("E").unwrap() && !s.is_ephemeral("K").unwrap());
+        assert!(s.expired_ephemeral(1000, |_| true).unwrap().is_empty());
+        // Superseded: the same node and reply pinned later in another session.
+        s.add_pin(&new_pin("F", "C1", &["a"], "r"), Ownership::Ephemeral, "/c")
+            .unwrap();
+        assert_eq!(
+            s.expired_ephemeral(1000, |_| true).unwrap(),
+            [("E".to_string(), "/c".to_string())]
+        );
+        // Idle past the TTL, unless a live turn holds it.
+        set(5000);
+        assert_eq!(
+            s.try_lease("F", Some("C1"), 7, |_| true).unwrap(),
+            Lease::Taken
+        );
+        set(9000);
+        let expired = s.expired_ephemeral(6000, |_| true).unwrap();
+        assert_eq!(expired, [("E".to_string(), "/c".to_string())]);
+        let expired = s.expired_ephemeral(6000, |_| false).unwrap();
+        assert_eq!(expired.len(), 2, "{expired:?}");
     }
 }

@@ -238,6 +238,7 @@ impl Store {
         Ok(Store {
             conn,
             path: path.to_path_buf(),
+            clock: std::sync::Arc::new(super::now),
         })
     }
 
@@ -269,21 +270,14 @@ pub fn size_on_disk(path: &Path) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::pins::NewPin;
+    use crate::store::pins::{tests::new_pin, Ownership};
 
     fn pin(s: &mut Store, session: &str, cwd: &str, turns: usize, preview: &str) {
-        s.add_pin(&NewPin {
-            scope: "sc",
-            chain: &format!("{session}{turns}"),
-            session,
-            assistant_uuid: Some("a"),
-            reply_hashes: &[],
-            preamble_hash: None,
-            turns,
-            cwd,
-            reply_preview: preview,
-        })
-        .unwrap();
+        let t = format!("{session}{turns}");
+        let mut p = new_pin(session, "a", &[t.as_str()], preview);
+        p.cwd = cwd.into();
+        p.turns = turns;
+        s.add_pin(&p, Ownership::Kept, "/c").unwrap();
     }
 
     fn count(s: &Store, table: &str) -> i64 {

@@ -1,7 +1,7 @@
-//! The runs log: one row per managed turn, for `stats`.
+//! The runs log: one row per managed turn, for `stats`, `log` and `status`.
 
 use super::Store;
-use crate::observe::ResultEvent;
+use crate::events::Usage;
 use anyhow::Result;
 use rusqlite::params;
 
@@ -29,26 +29,59 @@ impl Kind {
     }
 }
 
+/// Where a turn's token counts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageFrom {
+    /// The result event the CLI printed (json, stream-json output).
+    Result,
+    /// The assistant records the turn appended to its session file (text
+    /// output prints none).
+    SessionFile,
+}
+
+impl UsageFrom {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageFrom::Result => "result",
+            UsageFrom::SessionFile => "session-file",
+        }
+    }
+}
+
+/// What one turn used and cost. `None` is unknown, never zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spent {
+    pub usage: Option<(Usage, UsageFrom)>,
+    /// The turn's own cost (the CLI's running total minus where it started).
+    pub cost_usd: Option<f64>,
+    /// The session's running total after the turn, as the CLI reported it.
+    pub total_cost_usd: Option<f64>,
+}
+
 pub struct Run<'a> {
     pub cwd: &'a str,
     pub kind: Kind,
+    /// Stable reason code (see `turn::why`) and its sentence.
+    pub why_code: &'a str,
+    pub why: &'a str,
     pub exit: i32,
     pub bytes_in: usize,
     pub bytes_sent: usize,
-    pub result: Option<&'a ResultEvent>,
+    pub spent: Spent,
     pub session: Option<&'a str>,
-    pub note: Option<&'a str>,
+    pub conv_key: Option<&'a str>,
 }
 
 impl Store {
     pub fn log_run(&self, run: &Run<'_>) -> Result<()> {
-        let usage = run.result.map(|r| &r.usage);
+        let usage = run.spent.usage.map(|(u, _)| u);
         self.conn.execute(
             "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
-                cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session, note)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
+                why_code, why, total_cost_usd, usage_from, conv_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
             params![
-                super::now(),
+                self.now(),
                 run.cwd,
                 run.kind.as_str(),
                 run.exit,
@@ -58,9 +91,13 @@ impl Store {
                 usage.map(|u| u.cache_creation_input_tokens as i64),
                 usage.map(|u| u.cache_read_input_tokens as i64),
                 usage.map(|u| u.output_tokens as i64),
-                run.result.and_then(|r| r.cost_usd),
+                run.spent.cost_usd,
                 run.session,
-                run.note,
+                run.why_code,
+                run.why,
+                run.spent.total_cost_usd,
+                run.spent.usage.map(|(_, from)| from.as_str()),
+                run.conv_key,
             ],
         )?;
         Ok(())
@@ -83,17 +120,22 @@ mod tests {
     #[test]
     fn logs_and_counts() {
         let s = Store::in_memory().unwrap();
-        let result = ResultEvent::default();
         for kind in [Kind::Fresh, Kind::Resumed, Kind::Resumed] {
             let run = Run {
                 cwd: "/w",
                 kind,
+                why_code: "resumed",
+                why: "resumed in place",
                 exit: 0,
                 bytes_in: 10,
                 bytes_sent: 3,
-                result: Some(&result),
+                spent: Spent {
+                    usage: Some((Usage::default(), UsageFrom::Result)),
+                    cost_usd: Some(0.1),
+                    total_cost_usd: Some(0.3),
+                },
                 session: None,
-                note: None,
+                conv_key: None,
             };
             s.log_run(&run).unwrap();
         }

@@ -1,22 +1,22 @@
-//! The decision, as pure functions over plain facts: which pin (if any) this
-//! turn continues, and how to run it.
+//! Stage 3, plan: the decision, as pure functions over plain facts: which
+//! pin (if any) this turn continues, and how to run it.
 
+use crate::identity::{Difference, ReplyHash};
+use crate::probe::Capabilities as Caps;
 use crate::store::pins::Pin;
-
-/// What the CLI supports (from the probe).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Caps {
-    pub resume: bool,
-    pub fork_session: bool,
-    pub session_id: bool,
-    pub resume_session_at: bool,
-}
 
 /// Why a pin was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Miss {
+    /// No earlier turns in the prompt: a first turn.
     NoHistory,
-    NoPin,
+    /// No dialect fits the prompt (the reason).
+    NotRecognised(String),
+    /// No pin of these turns in this scope. `elsewhere`: how the newest
+    /// place the same turns were seen differs (empty: never seen).
+    NoPin {
+        elsewhere: Vec<Difference>,
+    },
     /// Pins exist for these user turns but none holds the reply the caller
     /// replayed (it was edited, regenerated elsewhere, or never received).
     ReplyDiffers,
@@ -25,13 +25,15 @@ pub enum Miss {
 
 /// Pick the pin whose captured reply matches the last assistant turn the
 /// caller sent (proof of receipt). Newest first.
-pub fn select<'a>(pins: &'a [Pin], replayed_reply_hash: &str) -> Result<&'a Pin, Miss> {
+pub fn select<'a>(pins: &'a [Pin], replayed_reply_hash: &ReplyHash) -> Result<&'a Pin, Miss> {
     if pins.is_empty() {
-        return Err(Miss::NoPin);
+        return Err(Miss::NoPin {
+            elsewhere: Vec::new(),
+        });
     }
     let pin = pins
         .iter()
-        .find(|p| p.reply_hashes.iter().any(|h| h == replayed_reply_hash))
+        .find(|p| p.reply_hashes.contains(replayed_reply_hash))
         .ok_or(Miss::ReplyDiffers)?;
     // Both go into argv (`--resume S --resume-session-at AT`): anything but
     // a UUID (a damaged or tampered database) must never get there.
@@ -79,6 +81,8 @@ pub enum Why {
     CannotBranch,
     /// The caller resumes a session whose pinned history does not match.
     CallerSessionUnknown,
+    /// The CLI refused the planned resume; the turn reran as asked.
+    Refused,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,12 +190,15 @@ mod tests {
     use super::*;
 
     const S: &str = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
-    const ALL: Caps = Caps {
-        resume: true,
-        fork_session: true,
-        session_id: true,
-        resume_session_at: true,
-    };
+    fn all() -> Caps {
+        Caps {
+            version: "2.1.330".into(),
+            resume: true,
+            fork_session: true,
+            session_id: true,
+            resume_session_at: true,
+        }
+    }
 
     fn cand(file: bool, head: bool, leased: bool, at: Option<&str>) -> Result<Candidate, Miss> {
         Ok(Candidate {
@@ -219,25 +226,25 @@ mod tests {
         };
         let no_at = Caps {
             resume_session_at: false,
-            ..ALL
+            ..all()
         };
         let rows: Vec<(bool, Result<Candidate, Miss>, Caps, Plan)> = vec![
             (
                 true,
                 cand(true, true, true, Some("A")),
-                ALL,
+                all(),
                 fresh(Why::Forced),
             ),
             (
                 false,
-                Err(Miss::NoPin),
-                ALL,
-                fresh(Why::Missed(Miss::NoPin)),
+                Err(Miss::NoPin { elsewhere: vec![] }),
+                all(),
+                fresh(Why::Missed(Miss::NoPin { elsewhere: vec![] })),
             ),
             (
                 false,
                 Err(Miss::ReplyDiffers),
-                ALL,
+                all(),
                 fresh(Why::Missed(Miss::ReplyDiffers)),
             ),
             (
@@ -249,38 +256,38 @@ mod tests {
             (
                 false,
                 cand(false, true, true, Some("A")),
-                ALL,
+                all(),
                 fresh(Why::SessionFileGone),
             ),
             (
                 false,
                 cand(true, true, true, Some("A")),
-                ALL,
+                all(),
                 resume(How::InPlace),
             ),
             (
                 false,
                 cand(true, true, true, None),
-                ALL,
+                all(),
                 resume(How::InPlace),
             ),
             // Lease held elsewhere, or the node is behind the head: branch.
             (
                 false,
                 cand(true, true, false, Some("A")),
-                ALL,
+                all(),
                 resume(at.clone()),
             ),
             (
                 false,
                 cand(true, false, false, Some("A")),
-                ALL,
+                all(),
                 resume(at.clone()),
             ),
             (
                 false,
                 cand(true, true, false, Some("A")),
-                no_at,
+                no_at.clone(),
                 resume(How::ForkHead { new: "N".into() }),
             ),
             (
@@ -292,7 +299,7 @@ mod tests {
             (
                 false,
                 cand(true, false, false, None),
-                ALL,
+                all(),
                 fresh(Why::CannotBranch),
             ),
             (
@@ -300,7 +307,7 @@ mod tests {
                 cand(true, true, false, Some("A")),
                 Caps {
                     fork_session: false,
-                    ..ALL
+                    ..all()
                 },
                 fresh(Why::CannotBranch),
             ),
@@ -323,7 +330,7 @@ mod tests {
             forced_fresh: false,
             caller_session: Some(caller.into()),
             candidate: c,
-            caps: ALL,
+            caps: all(),
             new_id: "N".into(),
         };
         let asis = Plan::AsIs {
@@ -341,30 +348,38 @@ mod tests {
 
     #[test]
     fn select_requires_the_reply() {
-        let pin = |id: i64, h: &str| Pin {
+        let h = ReplyHash::of;
+        let pin = |id: i64, reply: &str| Pin {
             id,
             session: S.into(),
             assistant_uuid: None,
-            reply_hashes: vec![h.into()],
+            reply_hashes: vec![h(reply)],
             preamble_hash: None,
             turns: 1,
             created_at: 0,
+            total_cost_usd: None,
         };
         let pins = vec![pin(2, "x"), pin(1, "y")];
-        assert_eq!(select(&pins, "y").map(|p| p.id), Ok(1));
-        assert_eq!(select(&pins, "z").map(|p| p.id), Err(Miss::ReplyDiffers));
-        assert_eq!(select(&[], "z").map(|p| p.id), Err(Miss::NoPin));
+        assert_eq!(select(&pins, &h("y")).map(|p| p.id), Ok(1));
+        assert_eq!(
+            select(&pins, &h("z")).map(|p| p.id),
+            Err(Miss::ReplyDiffers)
+        );
+        assert_eq!(
+            select(&[], &h("z")).map(|p| p.id),
+            Err(Miss::NoPin { elsewhere: vec![] })
+        );
         let bad = vec![Pin {
             session: "../x".into(),
             ..pin(3, "y")
         }];
-        assert_eq!(select(&bad, "y").map(|p| p.id), Err(Miss::BadSessionId));
+        assert_eq!(select(&bad, &h("y")).map(|p| p.id), Err(Miss::BadSessionId));
         for at in ["--dangerously-skip-permissions", "", "x"] {
             let bad = vec![Pin {
                 assistant_uuid: Some(at.into()),
                 ..pin(4, "y")
             }];
-            assert_eq!(select(&bad, "y").map(|p| p.id), Err(Miss::BadSessionId));
+            assert_eq!(select(&bad, &h("y")).map(|p| p.id), Err(Miss::BadSessionId));
         }
     }
 }

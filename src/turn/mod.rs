@@ -1,0 +1,443 @@
+//! One managed turn, as stages in flow order:
+//!
+//! 1. [`understand`]: the prompt as a conversation;
+//! 2. [`lookup`]: identity, pins, the session file, the in-place lease;
+//! 3. [`plan`]: the pure decision, and [`why`] it was taken;
+//! 4. [`attempt`]: argv and input for the plan (pure);
+//! 5. run: the real CLI, its output teed and observed (`crate::runner`);
+//! 6. [`record`]: the pin at the result, the run in the log.
+//!
+//! Every failure inside the shim degrades to running the caller's original
+//! argv and input, and so does a panic in the shim's own logic.
+
+pub mod attempt;
+pub mod lookup;
+pub mod plan;
+pub mod record;
+pub mod understand;
+pub mod why;
+
+use crate::invocation::Managed;
+use crate::prompt::{self, Prompt};
+use crate::runner::{self, signals::ChildPid, Exit, Finished, Spec, Watch};
+use crate::store::pins::Ownership;
+use crate::store::runs::{Kind, Run, Spent};
+use crate::store::Store;
+use crate::{debug, env, error, sessions};
+pub use attempt::Attempt;
+use lookup::{Mode, Place, Query};
+use plan::{How, Plan, Why};
+use record::{PinContext, Recorder};
+use std::ffi::OsString;
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::Arc;
+use why::Reason;
+
+pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> ! {
+    turn(real, args, managed, guard).reproduce()
+}
+
+/// What the turn runs with, whatever its plan.
+struct Ctx<'a> {
+    real: &'a Path,
+    guard: &'a str,
+    child: ChildPid,
+    managed: &'a Managed,
+}
+
+impl Ctx<'_> {
+    fn spawn(&self, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+        let spec = Spec {
+            program: self.real.to_path_buf(),
+            args: a.args.clone(),
+            stdin: a.stdin.clone(),
+            output: self.managed.output,
+            hold: a.hold,
+            guard: self.guard.to_owned(),
+        };
+        runner::run(spec, &self.child, watch)
+            .unwrap_or_else(|e| crate::shim::cannot_run(self.real, &e))
+    }
+}
+
+fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit {
+    runner::signals::ignore_file_size_limit();
+    let child = ChildPid::default();
+    if let Err(e) = runner::prepare_signals(&child) {
+        error!("signal setup failed ({e}); passing through");
+        crate::shim::exec_or_die(real, &args, guard);
+    }
+    // A caller that turned persistence off gets a session the shim owns:
+    // its runs go without the flag (see `Ownership::Ephemeral`).
+    let session_args = match managed.ephemeral {
+        true => crate::argv::without(&args, &managed.args, "no-session-persistence"),
+        false => args.clone(),
+    };
+    let parsed = match managed.ephemeral {
+        true => crate::argv::parse(&session_args).unwrap_or_else(|_| managed.args.clone()),
+        false => managed.args.clone(),
+    };
+    let prompt = match prompt::read(&parsed, managed.input) {
+        Ok(p) => p,
+        Err(e) => {
+            error!("reading the prompt failed ({e}); passing through");
+            crate::shim::exec_or_die(real, &args, guard);
+        }
+    };
+    let managed = Managed {
+        args: parsed,
+        ..managed
+    };
+    let ctx = Ctx {
+        real,
+        guard,
+        child,
+        managed: &managed,
+    };
+    let original = attempt::original(&prompt, &args, managed.input);
+    let prepared =
+        std::panic::catch_unwind(AssertUnwindSafe(|| prepare(&ctx, &session_args, &prompt)));
+    match prepared {
+        Ok(Ok(Some(p))) => execute(&ctx, p, &prompt, &session_args),
+        Ok(Ok(None)) => {
+            let reason = match &prompt {
+                Prompt::None { inherit: false, .. } if !prompt.is_empty() => {
+                    Reason::no_user_message(prompt::CONTROL_PATIENCE.as_millis() as u64)
+                }
+                _ => Reason::not_text(),
+            };
+            unchanged(&ctx, &original, &prompt, reason)
+        }
+        Ok(Err(e)) => {
+            error!("shim bypassed: {e:#}");
+            unchanged(
+                &ctx,
+                &original,
+                &prompt,
+                Reason::store_unavailable(&format!("{e:#}")),
+            )
+        }
+        Err(_) => unchanged(&ctx, &original, &prompt, Reason::internal_error()),
+    }
+}
+
+/// A turn decided: everything `execute` needs.
+struct Prepared {
+    place: Place,
+    plan: Plan,
+    reason: Reason,
+    attempt: Attempt,
+    ctx: PinContext,
+    /// The in-place lease, taken by lookup.
+    lease: Option<lookup::LeaseGuard>,
+    head_before: Option<String>,
+}
+
+/// Stages 1–4. `Ok(None)`: nothing the shim can read; run unchanged.
+fn prepare(ctx: &Ctx<'_>, args: &[OsString], prompt: &Prompt) -> anyhow::Result<Option<Prepared>> {
+    let Some(u) = understand::understand(prompt) else {
+        return Ok(None);
+    };
+    let place = Place::here()?;
+    let caps = place.capabilities(ctx.real, ctx.guard)?;
+    let found = lookup::lookup(
+        &place,
+        &Query {
+            args: &ctx.managed.args,
+            conv: &u.conv,
+            unrecognised: u.unrecognised.as_deref(),
+            caps: &caps,
+        },
+        Mode::Turn,
+    )?;
+    let plan = plan::plan(plan::Facts {
+        caller_session: ctx.managed.caller_resume.clone(),
+        forced_fresh: env::fresh(),
+        candidate: found.candidate.clone(),
+        caps,
+        new_id: uuid::Uuid::new_v4().to_string(),
+    });
+    debug!("plan: {plan:?}");
+    let reason = Reason::of(&plan, found.busy);
+    let send_preamble = env::preamble_keep() || found.preamble_changed;
+    let attempt = attempt::attempt(
+        &plan,
+        &u.conv,
+        send_preamble,
+        prompt,
+        args,
+        ctx.managed.input,
+    );
+    let ownership = match ctx.managed.ephemeral {
+        true => Ownership::Ephemeral,
+        false => Ownership::Kept,
+    };
+    let config_dir = place.config_dir.to_string_lossy().into_owned();
+    let head_before = match (&plan, &found.candidate) {
+        (
+            Plan::Resume {
+                how: How::InPlace, ..
+            }
+            | Plan::Caller { .. },
+            Ok(c),
+        ) => c.at.clone(),
+        _ => None,
+    };
+    let pin_ctx = PinContext::new(
+        found.scope.clone(),
+        found.parts.clone(),
+        found.base.clone(),
+        &u.conv,
+        &place.cwd,
+        &config_dir,
+        ownership,
+    );
+    // Holding a lease we will not use would block others.
+    let lease = match plan {
+        Plan::Resume {
+            how: How::InPlace, ..
+        } => found.lease,
+        _ => None,
+    };
+    Ok(Some(Prepared {
+        place,
+        plan,
+        reason,
+        attempt,
+        ctx: pin_ctx,
+        lease,
+        head_before,
+    }))
+}
+
+/// Stages 5 and 6, with one fallback: a resume the CLI refuses before any
+/// output reached the caller reruns fresh, as the caller asked.
+fn execute(ctx: &Ctx<'_>, p: Prepared, prompt: &Prompt, args: &[OsString]) -> Exit {
+    let Prepared {
+        place,
+        mut plan,
+        mut reason,
+        attempt,
+        ctx: pin_ctx,
+        lease,
+        head_before,
+    } = p;
+    let before = Before::read(&place, &plan);
+    let recorder = Arc::new(Recorder::new(
+        place.store.clone(),
+        plan.clone(),
+        pin_ctx.clone(),
+        place.config_dir.clone(),
+        head_before,
+        lease,
+    ));
+    let first = ctx.spawn(&attempt, Some(recorder.clone()));
+    let resuming = matches!(plan, Plan::Resume { .. });
+    let (finished, kind, sent, recorder, before) =
+        if resuming && !first.released() && may_be_refusal(&first, &ctx.child) {
+            // Refused before the caller saw anything: forget it, run fresh once.
+            first.discard();
+            ctx.child.between();
+            debug!("resume refused ({:?}); rerunning fresh", first.exit);
+            recorder.at_exit(&first.observation, false);
+            drop(recorder);
+            if let Plan::Resume { session, .. } = &plan {
+                if let Err(e) = place.store.lock().drop_session(session) {
+                    error!("dropping refused session {session}: {e:#}");
+                }
+            }
+            plan = Plan::Fresh {
+                session: uuid::Uuid::new_v4().to_string(),
+                why: Why::Refused,
+            };
+            reason = Reason::of(&plan, false);
+            let fresh = Attempt {
+                args: attempt::argv(&plan, args),
+                ..attempt::original(prompt, args, ctx.managed.input)
+            };
+            let recorder = Arc::new(Recorder::new(
+                place.store.clone(),
+                plan.clone(),
+                pin_ctx,
+                place.config_dir.clone(),
+                None,
+                None,
+            ));
+            let f = ctx.spawn(&fresh, Some(recorder.clone()));
+            (f, Kind::Fallback, prompt.len(), recorder, Before::fresh())
+        } else {
+            first.release();
+            (first, kind_of(&plan), attempt.sent, recorder, before)
+        };
+    let succeeded = succeeded(&finished);
+    recorder.at_exit(&finished.observation, succeeded);
+    let spent = before.spent(&place, &plan, &finished);
+    place
+        .store
+        .lock()
+        .log_run(&Run {
+            cwd: &place.cwd,
+            kind,
+            why_code: reason.code,
+            why: &reason.text,
+            exit: finished.exit.as_i32(),
+            bytes_in: prompt.len(),
+            bytes_sent: sent,
+            spent,
+            session: Some(plan.target_session()),
+            conv_key: recorder.conv_key(),
+        })
+        .unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
+    recorder.finish();
+    sweep_ephemeral(&place);
+    finished.exit
+}
+
+/// What the session looked like before the run, to tell what the run added.
+struct Before {
+    /// The running cost the CLI starts from (`None`: unknown).
+    base_cost: Option<f64>,
+    /// Where the turn's records start in the target session's file, and
+    /// the message ids a fork copies from its parent.
+    offset: u64,
+    copied: std::collections::HashSet<String>,
+}
+
+impl Before {
+    fn fresh() -> Before {
+        Before {
+            base_cost: Some(0.0),
+            offset: 0,
+            copied: Default::default(),
+        }
+    }
+
+    fn read(place: &Place, plan: &Plan) -> Before {
+        let resumed = match plan {
+            Plan::Resume { session, .. } | Plan::Caller { session } => session,
+            Plan::Fresh { .. } => return Before::fresh(),
+            Plan::AsIs { .. } => {
+                return Before {
+                    base_cost: None,
+                    offset: 0,
+                    copied: Default::default(),
+                }
+            }
+        };
+        let file = sessions::find(&place.config_dir, resumed);
+        let base_cost = file.as_deref().and_then(sessions::saved_total_cost);
+        let in_place = plan.target_session() == resumed.as_str();
+        Before {
+            base_cost,
+            offset: match (&file, in_place) {
+                (Some(f), true) => std::fs::metadata(f).map(|m| m.len()).unwrap_or(0),
+                _ => 0,
+            },
+            // Only text output needs them (the others print usage).
+            copied: Default::default(),
+        }
+    }
+
+    /// What the run spent. Output with a result says so itself; text
+    /// output is read back from the session file the run appended to.
+    fn spent(&self, place: &Place, plan: &Plan, f: &Finished) -> Spent {
+        if f.observation.result.is_some() {
+            return record::spent(&f.observation, self.base_cost, None, None);
+        }
+        let file = sessions::find(&place.config_dir, plan.target_session());
+        let Some(file) = file else {
+            return record::spent(&f.observation, self.base_cost, None, None);
+        };
+        let copied = match plan {
+            Plan::Resume {
+                session,
+                how: How::ForkAt { .. } | How::ForkHead { .. },
+            } => sessions::find(&place.config_dir, session)
+                .map(|p| sessions::message_ids(&p))
+                .unwrap_or_default(),
+            _ => self.copied.clone(),
+        };
+        let usage = sessions::turn_usage(&file, self.offset, &copied);
+        let saved = sessions::saved_total_cost(&file).filter(|_| f.exit.success());
+        record::spent(&f.observation, self.base_cost, usage, saved)
+    }
+}
+
+fn kind_of(plan: &Plan) -> Kind {
+    match plan {
+        Plan::Fresh { .. } => Kind::Fresh,
+        Plan::Resume {
+            how: How::InPlace, ..
+        }
+        | Plan::Caller { .. } => Kind::Resumed,
+        Plan::Resume { .. } => Kind::Forked,
+        Plan::AsIs { .. } => Kind::Unchanged,
+    }
+}
+
+/// A run that may be pinned: exit 0 and no error result.
+fn succeeded(f: &Finished) -> bool {
+    f.exit.success() && !f.observation.is_error_result()
+}
+
+/// A failed resume attempt the CLI may have refused: it ended by itself with
+/// an error. A death by signal, or any end after the caller signalled it, is
+/// a stop the caller (or the system) asked for; rerunning would undo it.
+fn may_be_refusal(f: &Finished, child: &ChildPid) -> bool {
+    !succeeded(f) && matches!(f.exit, runner::Exit::Code(_)) && !child.signalled()
+}
+
+/// Run exactly as the caller asked; the runs log still says so, and why.
+fn unchanged(ctx: &Ctx<'_>, original: &Attempt, prompt: &Prompt, reason: Reason) -> Exit {
+    let f = ctx.spawn(original, None);
+    let cwd = std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let run = Run {
+        cwd: &cwd,
+        kind: Kind::Unchanged,
+        why_code: reason.code,
+        why: &reason.text,
+        exit: f.exit.as_i32(),
+        bytes_in: prompt.len(),
+        bytes_sent: prompt.len(),
+        spent: record::spent(&f.observation, None, None, None),
+        session: f.observation.init_session.as_deref(),
+        conv_key: None,
+    };
+    // Store trouble is why some of these ran unchanged: never fail on it.
+    if reason.code != "store-unavailable" {
+        match Store::open_default().and_then(|s| s.log_run(&run)) {
+            Ok(()) => {}
+            Err(e) => error!("recording the run failed: {e:#}"),
+        }
+    }
+    f.exit
+}
+
+/// Delete the files of ephemeral sessions that are superseded or idle past
+/// their TTL (a few per turn; `gc` sweeps the rest).
+pub fn sweep_ephemeral(place: &Place) {
+    let store = place.store.lock();
+    let idle_before = store.now() - env::ephemeral_ttl().as_secs() as i64;
+    let expired = match store.expired_ephemeral(idle_before, lookup::alive) {
+        Ok(e) => e,
+        Err(e) => {
+            error!("looking for expired ephemeral sessions: {e:#}");
+            return;
+        }
+    };
+    for (session, config_dir) in expired.into_iter().take(8) {
+        let dir = if config_dir.is_empty() {
+            place.config_dir.clone()
+        } else {
+            config_dir.into()
+        };
+        sessions::remove(&dir, &session);
+        if let Err(e) = store.drop_session(&session) {
+            error!("forgetting ephemeral session {session}: {e:#}");
+        }
+        debug!("ephemeral session {session} removed");
+    }
+}

@@ -1,0 +1,418 @@
+//! Stage 6, record: the pin a successful run earns (pure: [`next_pin`]),
+//! written as soon as the run has its result — before the result reaches
+//! the caller, who may start the next turn at once — and taken back should
+//! the run fail after all. Also what the turn spent ([`spent`]).
+
+use super::lookup::{LeaseGuard, SharedStore};
+use super::plan::Plan;
+use crate::dialect::Conversation;
+use crate::events::Usage;
+use crate::identity::{self, Chain, ConvKey, PreambleHash, Scope, ScopeParts};
+use crate::observe::Observation;
+use crate::store::pins::{NewPin, Ownership};
+use crate::store::runs::{Spent, UsageFrom};
+use crate::{debug, error};
+use std::sync::Mutex;
+
+/// What a turn's pin is made of, known before it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PinContext {
+    pub scope: Scope,
+    pub parts: ScopeParts,
+    /// The chain this turn's own chain extends (prior turns, last reply
+    /// included).
+    pub base: Chain,
+    pub current: String,
+    /// User turns including this one.
+    pub turns: usize,
+    pub preamble: Option<PreambleHash>,
+    pub conv_key: Option<ConvKey>,
+    pub cwd: String,
+    pub config_dir: String,
+    pub ownership: Ownership,
+}
+
+impl PinContext {
+    pub fn new(
+        scope: Scope,
+        parts: ScopeParts,
+        base: Chain,
+        conv: &Conversation,
+        cwd: &str,
+        config_dir: &str,
+        ownership: Ownership,
+    ) -> PinContext {
+        let first = conv.prior_user_turns().next().unwrap_or(&conv.current);
+        PinContext {
+            scope,
+            parts,
+            base,
+            current: conv.current.clone(),
+            turns: conv.prior_user_turns().count() + 1,
+            preamble: PreambleHash::of(conv.preamble.as_deref()),
+            conv_key: Some(ConvKey::of(first)),
+            cwd: cwd.to_owned(),
+            config_dir: config_dir.to_owned(),
+            ownership,
+        }
+    }
+}
+
+/// Why a run earns no pin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotPinned {
+    /// Run as the caller asked: the shim chose no session.
+    AsIs,
+    /// The CLI reported another session than the one planned.
+    OtherSession(String),
+    /// The run answered several messages (an SDK session in one process).
+    SeveralResults,
+    /// No reply to prove receipt with.
+    NoReply,
+}
+
+/// The pin a successful run earns. `file_head`: the session file's last
+/// assistant uuid, for output formats that print none.
+pub fn next_pin(
+    plan: &Plan,
+    ctx: &PinContext,
+    obs: &Observation,
+    file_head: Option<String>,
+) -> Result<NewPin, NotPinned> {
+    if matches!(plan, Plan::AsIs { .. }) {
+        return Err(NotPinned::AsIs);
+    }
+    let session = plan.target_session();
+    let seen = obs
+        .init_session
+        .as_deref()
+        .or(obs.result.as_ref().and_then(|r| r.session_id.as_deref()));
+    if let Some(seen) = seen.filter(|s| *s != session) {
+        return Err(NotPinned::OtherSession(seen.to_owned()));
+    }
+    if obs.results > 1 {
+        return Err(NotPinned::SeveralResults);
+    }
+    let reply_hashes = identity::reply_hashes(obs);
+    if reply_hashes.is_empty() {
+        return Err(NotPinned::NoReply);
+    }
+    let chain = ctx.base.user(&ctx.current);
+    Ok(NewPin {
+        scope: ctx.scope.clone(),
+        node: chain.node(&ctx.scope),
+        chain,
+        parts: ctx.parts.clone(),
+        conv_key: ctx.conv_key.clone(),
+        session: session.to_owned(),
+        assistant_uuid: obs.assistant_uuids.last().cloned().or(file_head),
+        reply_hashes,
+        preamble_hash: ctx.preamble.clone(),
+        turns: ctx.turns,
+        cwd: ctx.cwd.clone(),
+        reply_preview: obs
+            .reply()
+            .unwrap_or("")
+            .chars()
+            .take(120)
+            .collect::<String>()
+            .trim()
+            .to_owned(),
+    })
+}
+
+/// What a turn used and cost. The CLI's totals run over the whole session
+/// (also across resumes and forks), so a turn's cost is the total after it
+/// less the total the CLI started from (`base`: the resumed session's saved
+/// total, zero for a new one). Unknown stays unknown.
+pub fn spent(
+    obs: &Observation,
+    base: Option<f64>,
+    from_file: Option<Usage>,
+    saved_total: Option<f64>,
+) -> Spent {
+    let result = obs.result.as_ref();
+    let usage = match (result, from_file) {
+        (Some(r), _) => Some((r.usage, UsageFrom::Result)),
+        (None, Some(u)) => Some((u, UsageFrom::SessionFile)),
+        (None, None) => None,
+    };
+    let total = result.and_then(|r| r.total_cost_usd).or(saved_total);
+    let cost = match (total, base) {
+        (Some(t), Some(b)) if t + 1e-9 >= b => Some(t - b),
+        _ => None,
+    };
+    Spent {
+        usage,
+        cost_usd: cost,
+        total_cost_usd: total,
+    }
+}
+
+/// Writes the pin when the result arrives (on the output thread, before the
+/// result's bytes are passed on), or at exit for text output; takes it back
+/// when the run turns out to have failed.
+pub struct Recorder {
+    store: SharedStore,
+    plan: Plan,
+    ctx: PinContext,
+    config_dir: std::path::PathBuf,
+    /// The session's head before this run (restored if the pin is undone).
+    head_before: Option<String>,
+    lease: Mutex<Option<LeaseGuard>>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    pinned: Option<i64>,
+    input_closed: bool,
+    has_result: bool,
+}
+
+impl Recorder {
+    pub fn new(
+        store: SharedStore,
+        plan: Plan,
+        ctx: PinContext,
+        config_dir: std::path::PathBuf,
+        head_before: Option<String>,
+        lease: Option<LeaseGuard>,
+    ) -> Recorder {
+        Recorder {
+            store,
+            plan,
+            ctx,
+            config_dir,
+            head_before,
+            lease: Mutex::new(lease),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A result event arrived; its bytes have not reached the caller yet.
+    pub fn at_result(&self, obs: &Observation) {
+        let mut st = self.state();
+        st.has_result = true;
+        if obs.results > 1 {
+            self.undo(&mut st);
+        } else if obs.has_success_result() && st.pinned.is_none() {
+            self.pin(&mut st, obs);
+        }
+        self.maybe_draining(&st);
+    }
+
+    /// The caller's input ended: the CLI can take no further message.
+    pub fn input_closed(&self) {
+        let mut st = self.state();
+        st.input_closed = true;
+        self.maybe_draining(&st);
+    }
+
+    /// The run ended: pin what text output could only prove now, or take
+    /// back a pin whose run failed after its result.
+    pub fn at_exit(&self, obs: &Observation, succeeded: bool) {
+        let mut st = self.state();
+        if !succeeded || obs.results > 1 {
+            self.undo(&mut st);
+        } else if st.pinned.is_none() {
+            self.pin(&mut st, obs);
+        }
+    }
+
+    /// Release the lease (when the run is over).
+    pub fn finish(&self) {
+        let lease = self.lease.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(lease);
+    }
+
+    /// The conversation's stable key, for the runs log.
+    pub fn conv_key(&self) -> Option<&str> {
+        self.ctx.conv_key.as_ref().map(ConvKey::as_str)
+    }
+
+    fn maybe_draining(&self, st: &State) {
+        if st.has_result && st.input_closed {
+            let lease = self.lease.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(lease) = lease.as_ref() {
+                lease.mark_draining();
+            }
+        }
+    }
+
+    fn pin(&self, st: &mut State, obs: &Observation) {
+        let file_head = || {
+            crate::sessions::find(&self.config_dir, self.plan.target_session())
+                .and_then(|f| crate::sessions::last_assistant_uuid(&f))
+        };
+        let head = obs.assistant_uuids.is_empty().then(file_head).flatten();
+        match next_pin(&self.plan, &self.ctx, obs, head) {
+            Ok(pin) => {
+                let added =
+                    self.store
+                        .lock()
+                        .add_pin(&pin, self.ctx.ownership, &self.ctx.config_dir);
+                match added {
+                    Ok(id) => {
+                        debug!("pinned {} turns → {}", pin.turns, pin.session);
+                        st.pinned = Some(id);
+                    }
+                    Err(e) => error!("pinning failed: {e:#}"),
+                }
+            }
+            Err(why) => debug!("not pinned: {why:?}"),
+        }
+    }
+
+    fn undo(&self, st: &mut State) {
+        if let Some(id) = st.pinned.take() {
+            let session = self.plan.target_session();
+            if let Err(e) = self
+                .store
+                .lock()
+                .unpin(id, session, self.head_before.as_deref())
+            {
+                error!("taking back the pin of {session}: {e:#}");
+            }
+        }
+    }
+}
+
+impl crate::runner::Watch for Recorder {
+    fn result(&self, obs: &Observation) {
+        self.at_result(obs)
+    }
+
+    fn input_closed(&self) {
+        Recorder::input_closed(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::ResultEvent;
+    use crate::turn::plan::{How, Why};
+
+    const S: &str = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
+    const N: &str = "7e8e0435-8e12-4245-aa25-f674ed4e97a7";
+
+    fn ctx() -> PinContext {
+        let conv =
+            crate::dialect::detect("Human: a\n\nAssistant: b\n\nHuman: c", None).conversation("");
+        let parts = ScopeParts::default();
+        let base = Chain::empty().user("a").reply("b");
+        PinContext::new(
+            parts.scope(),
+            parts,
+            base,
+            &conv,
+            "/w",
+            "/c",
+            Ownership::Kept,
+        )
+    }
+
+    fn obs(session: &str, results: usize, reply: Option<&str>) -> Observation {
+        Observation {
+            init_session: Some(session.into()),
+            assistant_uuids: vec!["A2".into()],
+            results,
+            result: reply.map(|r| ResultEvent {
+                text: Some(r.into()),
+                session_id: Some(session.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn next_pin_table() {
+        let resume = Plan::Resume {
+            session: S.into(),
+            how: How::InPlace,
+        };
+        let fork = Plan::Resume {
+            session: S.into(),
+            how: How::ForkHead { new: N.into() },
+        };
+        let asis = Plan::AsIs {
+            why: Why::CallerSessionUnknown,
+        };
+        let c = ctx();
+        let rows: Vec<(&Plan, Observation, Result<&str, NotPinned>)> = vec![
+            (&resume, obs(S, 1, Some("d")), Ok(S)),
+            (&fork, obs(N, 1, Some("d")), Ok(N)),
+            (
+                &fork,
+                obs(S, 1, Some("d")),
+                Err(NotPinned::OtherSession(S.into())),
+            ),
+            (
+                &resume,
+                obs(S, 2, Some("d")),
+                Err(NotPinned::SeveralResults),
+            ),
+            (&resume, obs(S, 1, Some("  ")), Err(NotPinned::NoReply)),
+            (&resume, obs(S, 0, None), Err(NotPinned::NoReply)),
+            (&asis, obs(S, 1, Some("d")), Err(NotPinned::AsIs)),
+        ];
+        for (i, (plan, o, want)) in rows.into_iter().enumerate() {
+            let got = next_pin(plan, &c, &o, None);
+            assert_eq!(
+                got.as_ref()
+                    .map(|p| p.session.as_str())
+                    .map_err(Clone::clone),
+                want,
+                "row {i}"
+            );
+            if let Ok(p) = got {
+                assert_eq!(
+                    p.node,
+                    Chain::empty().user("a").reply("b").user("c").node(&c.scope)
+                );
+                assert_eq!((p.turns, p.assistant_uuid.as_deref()), (2, Some("A2")));
+                assert_eq!(p.conv_key, Some(ConvKey::of("a")));
+            }
+        }
+        // Text output has no uuids: the session file's head is used.
+        let text = Observation {
+            text: Some("d\n".into()),
+            ..Default::default()
+        };
+        let p = next_pin(&resume, &c, &text, Some("F".into())).unwrap();
+        assert_eq!(p.assistant_uuid.as_deref(), Some("F"));
+    }
+
+    #[test]
+    fn spent_is_the_turns_own_share_and_unknown_stays_unknown() {
+        let mut o = obs(S, 1, Some("d"));
+        if let Some(r) = o.result.as_mut() {
+            r.total_cost_usd = Some(0.0711);
+            r.usage.input_tokens = 5;
+        }
+        let s = spent(&o, Some(0.0680), None, None);
+        assert!((s.cost_usd.unwrap() - 0.0031).abs() < 1e-9);
+        assert_eq!(
+            s.usage.map(|(u, f)| (u.input_tokens, f)),
+            Some((5, UsageFrom::Result))
+        );
+        // Where the CLI started from is unknown: so is the turn's cost.
+        assert_eq!(spent(&o, None, None, None).cost_usd, None);
+        // Text output: usage and total from the session file.
+        let text = Observation::default();
+        let u = Usage {
+            input_tokens: 7,
+            ..Default::default()
+        };
+        let s = spent(&text, Some(0.5), Some(u), Some(0.75));
+        assert_eq!(s.usage, Some((u, UsageFrom::SessionFile)));
+        assert_eq!(s.cost_usd, Some(0.25));
+        assert_eq!(spent(&text, Some(0.5), None, None), Spent::default());
+    }
+}

@@ -1,0 +1,266 @@
+//! Why a turn ran as it did: a stable code (for `log --json`, scripts,
+//! tests) and one sentence for people. Every managed turn records one.
+
+use super::plan::{How, Miss, Plan, Why};
+use crate::identity::Difference;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reason {
+    pub code: &'static str,
+    pub text: String,
+}
+
+impl Reason {
+    fn new(code: &'static str, text: impl Into<String>) -> Reason {
+        Reason {
+            code,
+            text: text.into(),
+        }
+    }
+
+    /// Why a turn runs as planned. `busy`: the session's lease was held by
+    /// another live turn (so a resume at its head branched instead).
+    pub fn of(plan: &Plan, busy: bool) -> Reason {
+        match plan {
+            Plan::Resume {
+                how: How::InPlace, ..
+            } => Reason::new("resumed", "resumed the session in place at its head"),
+            Plan::Resume { .. } if busy => Reason::new(
+                "forked-busy",
+                "another turn was still running in the session, so this one branched from the same point",
+            ),
+            Plan::Resume { .. } => Reason::new(
+                "forked-branch",
+                "this point of the conversation is not the session's latest (an earlier turn was redone or edited), so it branched from there",
+            ),
+            Plan::Caller { .. } => Reason::new(
+                "caller-resume",
+                "kept the caller's --resume and sent only what that session does not hold",
+            ),
+            Plan::Fresh { why, .. } | Plan::AsIs { why } => Reason::from_why(why),
+        }
+    }
+
+    pub fn from_why(why: &Why) -> Reason {
+        match why {
+            Why::Forced => Reason::new("forced", "CLAUDE_SHIM_FRESH=1 asked for a fresh turn"),
+            Why::Missed(miss) => Reason::from_miss(miss),
+            Why::NoResumeSupport => Reason::new(
+                "no-resume-support",
+                "this Claude Code does not support --resume",
+            ),
+            Why::SessionFileGone => Reason::new(
+                "session-gone",
+                "the pinned session's file is gone (deleted, or cleaned up by Claude Code)",
+            ),
+            Why::CannotBranch => Reason::new(
+                "cannot-branch",
+                "the conversation would need a branch this Claude Code cannot make",
+            ),
+            Why::CallerSessionUnknown => Reason::new(
+                "caller-session-unknown",
+                "the caller resumes a session whose history the shim cannot vouch for, so the prompt went unchanged",
+            ),
+            Why::Refused => Reason::new(
+                "resume-refused",
+                "Claude Code refused the resume before any output, so the turn reran as the caller asked",
+            ),
+        }
+    }
+
+    pub fn from_miss(miss: &Miss) -> Reason {
+        match miss {
+            Miss::NoHistory => Reason::new(
+                "first-turn",
+                "no earlier turns in the prompt: a first turn runs fresh and is pinned for the next",
+            ),
+            Miss::NotRecognised(why) => Reason::new(
+                "not-recognised",
+                format!("the prompt fits no transcript dialect ({why}), so it ran as a first turn"),
+            ),
+            Miss::NoPin { elsewhere } if elsewhere.is_empty() => Reason::new(
+                "new-conversation",
+                "the shim has not seen these earlier turns before",
+            ),
+            Miss::NoPin { elsewhere } => Reason::new(
+                difference_code(&elsewhere[0]),
+                format!(
+                    "the same conversation was seen {}",
+                    elsewhere
+                        .iter()
+                        .map(describe)
+                        .collect::<Vec<_>>()
+                        .join(", and ")
+                ),
+            ),
+            Miss::ReplyDiffers => Reason::new(
+                "reply-differs",
+                "the last reply in the prompt is not the one the session holds (edited, truncated, or never received)",
+            ),
+            Miss::BadSessionId => Reason::new(
+                "bad-session-id",
+                "the pinned session id is not a UUID",
+            ),
+        }
+    }
+
+    /// Run unchanged: the prompt could not be read as text.
+    pub fn not_text() -> Reason {
+        Reason::new(
+            "not-text",
+            "the prompt is not text the shim can read (binary, several text blocks, or no user message)",
+        )
+    }
+
+    /// Run unchanged: a stream-json caller sent control lines and then no
+    /// user message in time (or closed its input).
+    pub fn no_user_message(waited_ms: u64) -> Reason {
+        Reason::new(
+            "no-user-message",
+            format!("no user message within {waited_ms} ms after a control line"),
+        )
+    }
+
+    /// Run unchanged: the shim could not use its store or the real binary's
+    /// capabilities.
+    pub fn store_unavailable(error: &str) -> Reason {
+        Reason::new(
+            "store-unavailable",
+            format!(
+                "the shim could not use its store ({error}), so the turn ran as the caller asked"
+            ),
+        )
+    }
+
+    /// Run unchanged: the shim's own logic failed (see errors.log).
+    pub fn internal_error() -> Reason {
+        Reason::new(
+            "internal-error",
+            "the shim hit an internal error (see errors.log), so the turn ran as the caller asked",
+        )
+    }
+}
+
+fn difference_code(d: &Difference) -> &'static str {
+    match d {
+        Difference::Cwd(_) => "other-directory",
+        Difference::ConfigDir(_) => "other-config-dir",
+        Difference::Binary(_) => "other-cli",
+        Difference::Flag(_) => "flags-changed",
+    }
+}
+
+fn describe(d: &Difference) -> String {
+    match d {
+        Difference::Cwd(dir) => format!("in another directory ({dir})"),
+        Difference::ConfigDir(dir) => format!("with another Claude config dir ({dir})"),
+        Difference::Binary(v) => format!("with another Claude Code ({v})"),
+        Difference::Flag(flag) => format!("with another --{flag}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_way_has_a_stable_code_and_one_plain_sentence() {
+        let fresh = |why| Plan::Fresh {
+            session: "N".into(),
+            why,
+        };
+        let cases: Vec<(Reason, &str)> = vec![
+            (
+                Reason::of(
+                    &Plan::Resume {
+                        session: "S".into(),
+                        how: How::InPlace,
+                    },
+                    false,
+                ),
+                "resumed",
+            ),
+            (
+                Reason::of(
+                    &Plan::Resume {
+                        session: "S".into(),
+                        how: How::ForkHead { new: "N".into() },
+                    },
+                    true,
+                ),
+                "forked-busy",
+            ),
+            (
+                Reason::of(
+                    &Plan::Resume {
+                        session: "S".into(),
+                        how: How::ForkAt {
+                            at: "A".into(),
+                            new: "N".into(),
+                        },
+                    },
+                    false,
+                ),
+                "forked-branch",
+            ),
+            (
+                Reason::of(
+                    &Plan::Caller {
+                        session: "S".into(),
+                    },
+                    false,
+                ),
+                "caller-resume",
+            ),
+            (Reason::of(&fresh(Why::Forced), false), "forced"),
+            (
+                Reason::of(&fresh(Why::Missed(Miss::NoHistory)), false),
+                "first-turn",
+            ),
+            (
+                Reason::of(
+                    &fresh(Why::Missed(Miss::NoPin {
+                        elsewhere: vec![
+                            Difference::Cwd("/a".into()),
+                            Difference::Flag("model".into()),
+                        ],
+                    })),
+                    false,
+                ),
+                "other-directory",
+            ),
+            (
+                Reason::of(
+                    &fresh(Why::Missed(Miss::NoPin {
+                        elsewhere: vec![Difference::Flag("model".into())],
+                    })),
+                    false,
+                ),
+                "flags-changed",
+            ),
+            (
+                Reason::of(
+                    &Plan::AsIs {
+                        why: Why::CallerSessionUnknown,
+                    },
+                    false,
+                ),
+                "caller-session-unknown",
+            ),
+            (Reason::no_user_message(50), "no-user-message"),
+            (Reason::internal_error(), "internal-error"),
+        ];
+        for (reason, code) in &cases {
+            assert_eq!(reason.code, *code);
+            assert!(
+                !reason.text.contains('\n') && !reason.text.contains('{'),
+                "{reason:?}"
+            );
+        }
+        let both = &cases[6].0.text;
+        assert!(
+            both.contains("another directory (/a)") && both.contains("another --model"),
+            "{both}"
+        );
+    }
+}
