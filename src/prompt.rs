@@ -450,7 +450,10 @@ mod tests {
         let Prompt::StreamJson { before, line, .. } = &p else {
             panic!("{p:?}")
         };
-        assert_eq!((&before[..], &line[..]), (&[CONTROL, CONTROL].concat()[..], USER));
+        assert_eq!(
+            (&before[..], &line[..]),
+            (&[CONTROL, CONTROL].concat()[..], USER)
+        );
         // Without control lines the shim waits as the CLI would.
         let p = read_stream_json(&mut Script(vec![None, Some(USER)].into())).unwrap();
         assert!(matches!(p, Prompt::StreamJson { .. }));

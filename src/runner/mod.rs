@@ -293,7 +293,11 @@ pub fn feed(
 
 /// The feeder's work; returns when the input ends (or the child stops
 /// reading).
-fn forward(to: &mut std::process::ChildStdin, plan: StdinPlan, gate: std::sync::mpsc::Receiver<()>) {
+fn forward(
+    to: &mut std::process::ChildStdin,
+    plan: StdinPlan,
+    gate: std::sync::mpsc::Receiver<()>,
+) {
     let (first, pending) = match plan {
         StdinPlan::Inherit | StdinPlan::Manual => return,
         StdinPlan::Bytes(b) => (b, None),

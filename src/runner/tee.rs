@@ -112,7 +112,12 @@ pub struct Tap {
 /// Copy `from` to our fd `to` until EOF. When the caller closes our end
 /// (EPIPE) stop reading, so the child meets the closed pipe as it would have
 /// without us. Returns the observer fed with every byte read.
-pub fn copy(mut from: impl Read + AsFd, to: Stream, hold: SharedHold, mut tap: Tap) -> Option<Observer> {
+pub fn copy(
+    mut from: impl Read + AsFd,
+    to: Stream,
+    hold: SharedHold,
+    mut tap: Tap,
+) -> Option<Observer> {
     let mut buf = vec![0u8; CHUNK];
     let mut may_splice = true;
     let mut filter = ResponseFilter::new(std::mem::take(&mut tap.drop_responses));
@@ -286,7 +291,10 @@ mod tests {
         let init = "{\"type\":\"system\",\"subtype\":\"init\"}\n";
         for step in [1, 5, 64, 4096] {
             let all = [a, b, init, a].concat();
-            assert_eq!(filtered(&["req_1", "req_2"], &all, step), [init, a].concat());
+            assert_eq!(
+                filtered(&["req_1", "req_2"], &all, step),
+                [init, a].concat()
+            );
             // Something else first: the filter stops and drops nothing.
             let odd = [init, a].concat();
             assert_eq!(filtered(&["req_1"], &odd, step), odd);

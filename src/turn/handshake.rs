@@ -137,9 +137,10 @@ impl Handshake {
             return Finished::failed();
         };
         let (first, pending) = match &attempt.stdin {
-            StdinPlan::Stream { first, pending } => {
-                (first[self.sent.min(first.len())..].to_vec(), pending.clone())
-            }
+            StdinPlan::Stream { first, pending } => (
+                first[self.sent.min(first.len())..].to_vec(),
+                pending.clone(),
+            ),
             _ => (Vec::new(), Vec::new()),
         };
         if let Some(to) = self.stdin.take() {
@@ -161,7 +162,12 @@ impl Launch for Handshake {
 
     fn between(&mut self, _ctx: &Ctx<'_>) {}
 
-    fn planned(&mut self, ctx: &Ctx<'_>, attempt: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+    fn planned(
+        &mut self,
+        ctx: &Ctx<'_>,
+        attempt: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished {
         if !attempt.hold {
             // Fresh (A's session), the caller's own session, or unchanged.
             return self.continue_a(attempt, watch);
@@ -189,7 +195,12 @@ impl Launch for Handshake {
         finished
     }
 
-    fn as_asked(&mut self, _ctx: &Ctx<'_>, attempt: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+    fn as_asked(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        attempt: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished {
         self.continue_a(attempt, watch)
     }
 }

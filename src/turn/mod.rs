@@ -152,9 +152,8 @@ pub fn managed_turn(
     launch: &mut dyn Launch,
 ) -> Exit {
     let new_id = launch.fresh_id();
-    let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        prepare(ctx, args, prompt, new_id)
-    }));
+    let prepared =
+        std::panic::catch_unwind(AssertUnwindSafe(|| prepare(ctx, args, prompt, new_id)));
     match prepared {
         Ok(Ok(Some(p))) => execute(ctx, p, prompt, args, launch),
         Ok(Ok(None)) => {

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clients;
 pub mod mask;
 pub mod sandbox;
+pub mod sdk;
 
 pub use api::{ApiServer, CacheModel, LoggedRequest, RequestKind, UsageTotals};
 pub use cli::{shim_exe, RealCli};

@@ -156,6 +156,21 @@ impl Sandbox {
         self.command(self.shimmed_path(), args)
     }
 
+    /// The shim as a client configured with a path to `claude` finds it.
+    pub fn shim_claude(&self) -> PathBuf {
+        self.shim_bin.join("claude")
+    }
+
+    /// Run `program` (a client: python, node…) in this sandbox's world: its cwd, HOME,
+    /// API server and shim home, with the shim ahead of the real CLI on PATH.
+    pub fn client<I, S>(&self, program: impl AsRef<OsStr>, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.program(program, self.shimmed_path(), args)
+    }
+
     fn command<I, S>(&self, path_env: OsString, args: I) -> Command
     where
         I: IntoIterator<Item = S>,
@@ -163,7 +178,15 @@ impl Sandbox {
     {
         // A bare `claude`, resolved by std from the PATH given to the child, as a caller's
         // shell would.
-        let mut cmd = Command::new("claude");
+        self.program("claude", path_env, args)
+    }
+
+    fn program<I, S>(&self, program: impl AsRef<OsStr>, path_env: OsString, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(&self.work)
             .env_clear()
