@@ -196,6 +196,9 @@ fn prepare(
     let Some(u) = understand::understand(prompt) else {
         return Ok(None);
     };
+    if env::test_panic() {
+        panic!("CLAUDE_SHIM_TEST_PANIC is set");
+    }
     let place = Place::here()?;
     let caps = place.capabilities(ctx.real, ctx.guard)?;
     let found = lookup::lookup(
