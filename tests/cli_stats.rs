@@ -46,6 +46,7 @@ fn seed(store: &Store, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i
             spent: spent(5000, 0.01),
             session: None,
             conv_key: None,
+            engine: "cold",
         })
         .unwrap();
 }
