@@ -746,6 +746,9 @@ mod real {
         let server = ApiServer::start();
         server.set_reply(|req| ack(&tags_seen(req)));
         let mut sb = Sandbox::new(&server);
+        // These faults are the cold path's (the shim's own child); warm turns
+        // have theirs in tests/e2e_warm.rs.
+        sb.set_env("CLAUDE_SHIM_WARM", "0");
         let log = sb.root.join("shim.log");
         sb.set_env("CLAUDE_SHIM_LOG", &log);
         (server, sb)

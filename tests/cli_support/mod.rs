@@ -101,13 +101,15 @@ impl Sandbox {
             .into_owned()
     }
 
-    /// A clean environment for any program.
+    /// A clean environment for any program (warm turns off: the fake CLI
+    /// answers one message per process).
     pub fn env(&self, cmd: &mut Command) {
         cmd.env_clear()
             .env("HOME", &self.home)
             .env("CLAUDE_SHIM_HOME", &self.data)
             .env("PATH", self.path_with(&[]))
             .env("LC_ALL", "C")
+            .env("CLAUDE_SHIM_WARM", "0")
             .current_dir(&self.root);
     }
 
