@@ -68,13 +68,16 @@ impl Observation {
 
     /// The CLI refused the prompt as longer than the context allows.
     pub fn too_long(&self) -> bool {
-        self.result.as_ref().is_some_and(|r| {
-            r.is_error
-                && (r.terminal_reason.as_deref() == Some("prompt_too_long")
-                    || r.text
-                        .as_deref()
-                        .is_some_and(|t| t.starts_with("Prompt is too long")))
-        })
+        const MESSAGE: &str = "Prompt is too long";
+        match &self.result {
+            Some(r) => {
+                r.is_error
+                    && (r.terminal_reason.as_deref() == Some("prompt_too_long")
+                        || r.text.as_deref().is_some_and(|t| t.starts_with(MESSAGE)))
+            }
+            // Text output prints only the message.
+            None => self.text.as_deref().is_some_and(|t| t.starts_with(MESSAGE)),
+        }
     }
 }
 
@@ -336,5 +339,23 @@ mod tests {
         );
         let (obs, _) = feed_in(OutputFormat::Text, b"\xff\xfe", 1);
         assert_eq!(obs.text, None);
+    }
+}
+#[cfg(test)]
+mod too_long_tests {
+    use super::*;
+
+    #[test]
+    fn a_too_long_refusal_in_each_format() {
+        let mut o = Observer::new(OutputFormat::Text);
+        o.feed("Prompt is too long · the request is ~250000 tokens\n".as_bytes());
+        assert!(o.finish().too_long());
+        let line = r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"prompt_too_long","result":"Prompt is too long"}"#;
+        let mut o = Observer::new(OutputFormat::Json);
+        o.feed(line.as_bytes());
+        assert!(o.finish().too_long());
+        let mut o = Observer::new(OutputFormat::Text);
+        o.feed(b"an answer about prompts\n");
+        assert!(!o.finish().too_long());
     }
 }

@@ -40,7 +40,9 @@ struct World {
 impl World {
     fn new() -> World {
         let server = server();
-        let sb = Sandbox::new(&server);
+        let mut sb = Sandbox::new(&server);
+        let log = sb.root.join("shim.log");
+        sb.set_env("CLAUDE_SHIM_LOG", &log);
         World {
             server,
             sb,
@@ -59,7 +61,12 @@ impl World {
             cmd.env(k, v);
         }
         let out = run(cmd, prompt.as_bytes());
-        assert!(out.status.success(), "{msg}: {}", describe(&out));
+        assert!(
+            out.status.success(),
+            "{msg}: {}\n{}",
+            describe(&out),
+            std::fs::read_to_string(self.sb.root.join("shim.log")).unwrap_or_default()
+        );
         self.history.push((msg.to_owned(), text_reply(&out.stdout)));
         out
     }
@@ -135,14 +142,15 @@ fn past_the_ceiling_the_turn_runs_fresh_with_the_full_transcript() {
         !req.user_texts().iter().any(|t| t.contains(SUMMARY)),
         "no summary: the full history"
     );
-    // The next turn resumes that fresh session: one copy of history, no summary.
+    let fresh_prompt = req.user_texts().last().cloned().unwrap();
+    // The next turn resumes that fresh session: its one prompt, then the new
+    // message — no summary, no second copy.
     w.turn("fifth message", &[("CLAUDE_SHIM_MAX_COMPACTIONS", "1")]);
     assert_eq!(w.last_run().0, "resumed");
     let req = w.server.last_main().unwrap();
-    assert!(!replays_the_transcript(&req));
     assert_eq!(
-        req.user_texts().last().map(String::as_str),
-        Some("fifth message")
+        req.user_texts(),
+        [fresh_prompt, "fifth message".to_string()]
     );
 }
 

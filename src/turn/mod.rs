@@ -367,6 +367,12 @@ fn execute(
     );
     let resuming = matches!(plan, Plan::Resume { .. });
     let refused = !first.released() && may_be_refusal(&first, &ctx.child);
+    debug!(
+        "run ended {:?}: released {}, refused {refused}, too long {}",
+        first.exit,
+        first.released(),
+        first.observation.too_long()
+    );
     let (finished, kind, sent, recorder, before) = match resume_instead {
         Some((again, again_attempt, again_head)) if refused && first.observation.too_long() => {
             // The full transcript does not fit: the compacted session is
