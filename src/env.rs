@@ -28,6 +28,10 @@ pub const EPHEMERAL_TTL: &str = "CLAUDE_SHIM_EPHEMERAL_TTL";
 pub const PLATFORM: &str = "CLAUDE_SHIM_PLATFORM";
 /// Compactions after which a session's turn runs fresh (`0`: no ceiling).
 pub const MAX_COMPACTIONS: &str = "CLAUDE_SHIM_MAX_COMPACTIONS";
+/// `continue`: a retry of a turn killed before its result continues it.
+pub const ON_RETRY: &str = "CLAUDE_SHIM_ON_RETRY";
+/// How long after a killed attempt its retry may continue it.
+pub const RETRY_WINDOW: &str = "CLAUDE_SHIM_RETRY_WINDOW";
 /// `0`: no warm turns (every turn starts a cold CLI).
 pub const WARM: &str = "CLAUDE_SHIM_WARM";
 /// Most live processes the keeper holds.
@@ -83,6 +87,14 @@ pub const ALL: &[(&str, &str)] = &[
     (
         MAX_COMPACTIONS,
         "compactions after which a conversation's turn runs fresh with the full transcript (default 3; 0 = no ceiling)",
+    ),
+    (
+        ON_RETRY,
+        "continue = a retry of a turn killed before its result continues that run's session (default: starts over)",
+    ),
+    (
+        RETRY_WINDOW,
+        "how long after a killed attempt a retry may continue it (default 1h)",
     ),
     (
         WARM,
@@ -163,6 +175,17 @@ pub fn max_compactions() -> Option<u32> {
         Some(n) => Some(n),
         None => Some(3),
     }
+}
+
+pub fn on_retry_continue() -> bool {
+    std::env::var(ON_RETRY).is_ok_and(|v| v.trim().eq_ignore_ascii_case("continue"))
+}
+
+pub fn retry_window() -> std::time::Duration {
+    std::env::var(RETRY_WINDOW)
+        .ok()
+        .and_then(|v| span(&v))
+        .unwrap_or(std::time::Duration::from_secs(3600))
 }
 
 /// Warm turns are on unless `CLAUDE_SHIM_WARM` says `0`/`false`/`off`/`no`.
