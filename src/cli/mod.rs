@@ -10,6 +10,7 @@ mod gc;
 mod human;
 pub mod init;
 pub mod install;
+mod output;
 mod pins;
 pub(crate) mod quote;
 mod stats;
@@ -112,29 +113,22 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Warm(c) => c,
         Command::Keeper(c) => c,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = output::Output::new(std::io::stdout().lock());
     let result = command
         .run(&mut out)
         .and_then(|()| out.flush().map_err(Into::into));
+    if out.closed() {
+        // `claude-shim log | head`: the reader has all it wanted.
+        std::process::exit(0)
+    }
     match result {
         Ok(()) => std::process::exit(0),
-        // `claude-shim stats | head`: the reader has all it wanted.
-        Err(e) if is_broken_pipe(&e) => std::process::exit(0),
         Err(e) => {
-            eprintln!("claude-shim: {e:#}");
+            // Not eprintln!: it panics when stderr is gone too.
+            let _ = writeln!(std::io::stderr(), "claude-shim: {e:#}");
             std::process::exit(1)
         }
     }
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            || c.downcast_ref::<serde_json::Error>()
-                .and_then(|j| j.io_error_kind())
-                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// The store, if it exists: commands that only read never create it.
