@@ -26,9 +26,13 @@ pub fn script(shell: Shell) -> Result<Vec<u8>> {
     // Into a buffer: `generate` panics when its writer fails (a closed pipe).
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut cmd, "claude-shim", &mut buf);
-    if shell == Shell::Bash {
-        let text = String::from_utf8(buf).context("clap_complete wrote non-UTF-8")?;
-        buf = fix_bash(&text).into_bytes();
+    match shell {
+        Shell::Bash => {
+            let text = String::from_utf8(buf).context("clap_complete wrote non-UTF-8")?;
+            buf = fix_bash(&text).into_bytes();
+        }
+        Shell::Fish => buf.extend_from_slice(fish_positionals(&cmd).as_bytes()),
+        _ => {}
     }
     Ok(buf)
 }
@@ -41,6 +45,33 @@ pub fn script(shell: Shell) -> Result<Vec<u8>> {
 /// Spell the arms the loop's way; on a fixed clap_complete this finds nothing.
 fn fix_bash(script: &str) -> String {
     script.replace("claude__subcmd__shim", "claude__shim")
+}
+
+/// clap_complete's fish script completes subcommands and flags but not the
+/// values of a positional argument: `claude-shim init <TAB>` offered file
+/// names. Add them from the same clap definition, once per command line.
+fn fish_positionals(cmd: &clap::Command) -> String {
+    let mut out = String::new();
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_positionals() {
+            let possible = arg.get_possible_values();
+            let values: Vec<&str> = possible
+                .iter()
+                .filter(|v| !v.is_hide_set())
+                .map(|v| v.get_name())
+                .collect();
+            if values.is_empty() {
+                continue;
+            }
+            let list = values.join(" ");
+            out.push_str(&format!(
+                "complete -c claude-shim -n \"__fish_claude_shim_using_subcommand {}; \
+                 and not __fish_seen_subcommand_from {list}\" -f -a \"{list}\"\n",
+                sub.get_name()
+            ));
+        }
+    }
+    out
 }
 
 /// What decides where a script goes; read from the environment and the
@@ -237,6 +268,19 @@ mod tests {
             );
             assert!(text.contains(&format!("{state})")), "{sub}: no case arm");
         }
+    }
+
+    #[test]
+    fn fish_gets_the_values_of_positional_arguments() {
+        let text = String::from_utf8(script(Shell::Fish).unwrap()).unwrap();
+        assert!(
+            text.contains("function __fish_claude_shim_using_subcommand"),
+            "the condition the added lines use is defined"
+        );
+        assert!(
+            text.contains("__fish_claude_shim_using_subcommand init; and not __fish_seen_subcommand_from bash zsh fish\" -f -a \"bash zsh fish\""),
+            "{text}"
+        );
     }
 
     #[test]
