@@ -10,6 +10,7 @@ mod gc;
 mod human;
 pub mod init;
 pub mod install;
+mod log;
 mod output;
 mod pins;
 pub(crate) mod quote;
@@ -65,6 +66,7 @@ enum Command {
     Init(init::Init),
     Doctor(doctor::Doctor),
     Stats(stats::Stats),
+    Log(log::Log),
     Pins(pins::Pins),
     Forget(forget::Forget),
     Gc(gc::Gc),
@@ -106,6 +108,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Init(c) => c,
         Command::Doctor(c) => c,
         Command::Stats(c) => c,
+        Command::Log(c) => c,
         Command::Pins(c) => c,
         Command::Forget(c) => c,
         Command::Gc(c) => c,
