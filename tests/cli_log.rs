@@ -190,7 +190,7 @@ fn a_limited_log_says_how_to_see_more_and_an_empty_one_says_why() {
     let (s, _) = seeded();
     let out = ok(s.cli(&["log", "--limit", "2"]));
     assert!(out.contains("--limit 0 for all"), "{out}");
-    let out = ok(s.cli(&["log", "--since", "30m"]));
+    let out = ok(s.cli(&["log", "--since", "30m", "--cwd", "/elsewhere/not"]));
     assert!(
         out.contains("no managed turns recorded in the last 30m"),
         "{out}"
