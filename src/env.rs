@@ -24,6 +24,9 @@ pub const PERSISTENCE: &str = "CLAUDE_SHIM_PERSISTENCE";
 /// How long an ephemeral session (of a `--no-session-persistence` caller)
 /// may sit idle before the shim deletes it.
 pub const EPHEMERAL_TTL: &str = "CLAUDE_SHIM_EPHEMERAL_TTL";
+/// `path` | `alias`: set by the `init` scripts, so `doctor` and `status`
+/// can tell how the shell that started them reaches the shim.
+pub const MODE: &str = "CLAUDE_SHIM_MODE";
 /// `portable`: use the portable fallbacks of the Linux-only calls (tests).
 pub const PLATFORM: &str = "CLAUDE_SHIM_PLATFORM";
 /// Compactions after which a session's turn runs fresh (`0`: no ceiling).
@@ -79,6 +82,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         EPHEMERAL_TTL,
         "idle time after which an ephemeral session's file is deleted (default 1h)",
+    ),
+    (
+        MODE,
+        "path | alias: set by the init scripts; how this shell reaches the shim (doctor, status)",
     ),
     (
         PLATFORM,
@@ -214,6 +221,11 @@ pub fn warm_ttl() -> std::time::Duration {
 
 pub fn test_panic() -> bool {
     flag(TEST_PANIC)
+}
+
+/// How the `init` script sourced in the calling shell set it up, as set.
+pub fn mode() -> Option<String> {
+    std::env::var(MODE).ok().filter(|v| !v.is_empty())
 }
 
 pub fn portable_platform() -> bool {

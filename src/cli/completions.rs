@@ -260,7 +260,7 @@ mod tests {
     fn bash_case_arms_match_the_states_the_loop_sets() {
         let text = String::from_utf8(script(Shell::Bash).unwrap()).unwrap();
         assert!(!text.contains("claude__subcmd__shim"), "unfixed arms left");
-        for sub in ["init", "stats", "completions"] {
+        for sub in ["init", "stats", "log", "status", "completions"] {
             let state = format!("claude__shim__subcmd__{sub}");
             assert!(
                 text.contains(&format!("cmd=\"{state}\"")),

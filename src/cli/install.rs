@@ -185,7 +185,7 @@ impl Run for Uninstall {
 
 /// How to name this binary in the rc line: plain `claude-shim` when that is
 /// what PATH finds, else its absolute path.
-fn invocation_name(me: &Path) -> String {
+pub fn invocation_name(me: &Path) -> String {
     let on_path = which::which("claude-shim")
         .ok()
         .and_then(|p| p.canonicalize().ok())
@@ -215,6 +215,14 @@ impl RcShell {
         }
     }
 
+    pub fn name(self) -> &'static str {
+        match self {
+            RcShell::Bash => "bash",
+            RcShell::Zsh => "zsh",
+            RcShell::Fish => "fish",
+        }
+    }
+
     pub fn rc(self) -> &'static str {
         match self {
             RcShell::Bash => "~/.bashrc",
@@ -223,16 +231,43 @@ impl RcShell {
         }
     }
 
-    /// Whether the rc file already has a line running `claude-shim … init`.
-    pub fn rc_sources_init(self) -> bool {
-        let Some(home) = std::env::var_os("HOME") else {
-            return false;
+    /// The files this shell reads at start that could hold the init line,
+    /// the usual one first.
+    pub fn rc_files(self, home: &Path) -> Vec<PathBuf> {
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
         };
-        let rc = Path::new(&home).join(self.rc().trim_start_matches("~/"));
-        std::fs::read_to_string(rc).is_ok_and(|t| {
-            t.lines()
-                .any(|l| l.contains("claude-shim") && l.contains(" init "))
+        match self {
+            RcShell::Bash => [".bashrc", ".bash_profile", ".profile"]
+                .iter()
+                .map(|f| home.join(f))
+                .collect(),
+            RcShell::Zsh => {
+                let dir = var("ZDOTDIR").unwrap_or_else(|| home.to_path_buf());
+                vec![dir.join(".zshrc"), dir.join(".zprofile")]
+            }
+            RcShell::Fish => {
+                let config = var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config"));
+                vec![config.join("fish/config.fish")]
+            }
+        }
+    }
+
+    /// The rc file and the line in it that already run `claude-shim init`.
+    pub fn find_init(self) -> Option<(PathBuf, String)> {
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+        self.rc_files(Path::new(&home)).into_iter().find_map(|rc| {
+            let text = std::fs::read_to_string(&rc).ok()?;
+            let line = init_line(&text)?.to_owned();
+            Some((rc, line))
         })
+    }
+
+    /// Whether an rc file already runs `claude-shim … init`.
+    pub fn rc_sources_init(self) -> bool {
+        self.find_init().is_some()
     }
 
     /// The rc line that sources `init` (PATH mode).
@@ -253,10 +288,33 @@ impl RcShell {
     }
 }
 
+/// The first line of an rc file's text that runs `claude-shim … init`
+/// (commented-out lines aside).
+pub fn init_line(text: &str) -> Option<&str> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.starts_with('#') && l.contains("claude-shim") && l.contains(" init "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    #[test]
+    fn finds_the_init_line_but_not_a_commented_one() {
+        let rc = "export X=1\n# eval \"$(claude-shim init bash)\"\n  eval \"$(claude-shim init bash --mode alias)\"\n";
+        assert_eq!(
+            init_line(rc),
+            Some(r#"eval "$(claude-shim init bash --mode alias)""#)
+        );
+        assert_eq!(init_line("# claude-shim init bash\n"), None);
+        assert_eq!(
+            init_line("/x/claude-shim init fish | source"),
+            Some("/x/claude-shim init fish | source")
+        );
+        assert_eq!(init_line("alias cs=claude-shim\n"), None);
+    }
 
     #[test]
     fn classifies_what_is_there() {

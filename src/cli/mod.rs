@@ -15,6 +15,7 @@ mod output;
 mod pins;
 pub(crate) mod quote;
 mod stats;
+mod status;
 mod style;
 mod tally;
 mod warm;
@@ -65,6 +66,7 @@ enum Command {
     Uninstall(install::Uninstall),
     Init(init::Init),
     Doctor(doctor::Doctor),
+    Status(status::Status),
     Stats(stats::Stats),
     Log(log::Log),
     Pins(pins::Pins),
@@ -107,6 +109,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Uninstall(c) => c,
         Command::Init(c) => c,
         Command::Doctor(c) => c,
+        Command::Status(c) => c,
         Command::Stats(c) => c,
         Command::Log(c) => c,
         Command::Pins(c) => c,
