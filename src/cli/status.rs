@@ -162,6 +162,9 @@ pub fn render(out: &mut dyn Write, g: &Glance, s: Style) -> std::io::Result<()> 
 /// This week's estimated saving, labelled as one; unknown when no turn
 /// had a known cost or usage.
 fn saved(w: &Totals) -> String {
+    if w.resumed + w.forked == 0 {
+        return "nothing yet: no turn resumed this week".into();
+    }
     let usd = w.saved_usd.map(|u| format!("~{}", human::usd(u)));
     let tokens = w
         .saved_tokens
