@@ -140,18 +140,62 @@ impl Run for Install {
         }
         let custom = self.dir.is_some().then_some(dir.as_path());
         let shell = RcShell::from_env();
-        if shell.rc_sources_init() {
-            writeln!(out, "{} already runs `claude-shim init`.", shell.rc())?;
-        } else {
+        let wanted = shell.line(&invocation_name(&me), custom);
+        match shell.find_init() {
+            // A line for another directory would put the wrong one on PATH.
+            Some((rc, line)) if !names_dir(&line, custom) => {
+                writeln!(
+                    out,
+                    "\n{} runs `claude-shim init` for another directory:\n  {line}\n\
+                     Change it to this, then open a new shell:\n  {wanted}",
+                    home_relative(&rc)
+                )?;
+            }
+            Some((rc, _)) => writeln!(
+                out,
+                "{} already runs `claude-shim init`: new shells use the shim.",
+                home_relative(&rc)
+            )?,
+            None => {
+                writeln!(
+                    out,
+                    "\nAdd this line to {}, then open a new shell:",
+                    shell.rc()
+                )?;
+                writeln!(out, "  {wanted}")?;
+            }
+        }
+        if on_path(&dir) && shell != RcShell::Fish {
+            // bash and zsh remember where they found a command: shells that
+            // ran `claude` before the link existed keep running the real one.
             writeln!(
                 out,
-                "\nAdd this line to {}, then open a new shell:",
-                shell.rc()
+                "{} is on PATH already: in shells that ran `claude` before, run `hash -r` \
+                 (bash) or `rehash` (zsh) once.",
+                dir.display()
             )?;
-            writeln!(out, "  {}", shell.line(&invocation_name(&me), custom))?;
         }
         Ok(())
     }
+}
+
+/// Whether an rc line sets up `dir` (None: the default directory).
+fn names_dir(line: &str, dir: Option<&Path>) -> bool {
+    match dir {
+        Some(d) => line.contains(&*d.to_string_lossy()),
+        None => !line.contains("--dir"),
+    }
+}
+
+/// Whether `dir` is an entry of PATH.
+fn on_path(dir: &Path) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d == dir))
+}
+
+/// `~/x` for a path under HOME, for messages.
+fn home_relative(p: &Path) -> String {
+    let home = std::env::var("HOME").ok();
+    super::human::tilde(&p.to_string_lossy(), home.as_deref())
 }
 
 impl Run for Uninstall {
@@ -173,14 +217,64 @@ impl Run for Uninstall {
                 }
             }
         }
-        let shell = RcShell::from_env();
-        writeln!(
-            out,
-            "Remove the claude-shim line from {} if you added one.",
-            shell.rc()
-        )?;
+        let left = left_behind(self.dir.as_deref().map(|_| dir.as_path()));
+        if !left.is_empty() {
+            writeln!(
+                out,
+                "\nLeft in place (remove them yourself if you want them gone):"
+            )?;
+            for (what, how) in left {
+                writeln!(out, "  {what}\n    {how}")?;
+            }
+        }
         Ok(())
     }
+}
+
+/// What `uninstall` leaves, each with how to remove it: the data directory
+/// (pins and the runs log in shim.db, errors.log), a directory the user
+/// named, the rc line.
+fn left_behind(custom_dir: Option<&Path>) -> Vec<(String, String)> {
+    let mut left = Vec::new();
+    if let Some(dir) = custom_dir.filter(|d| d.exists()) {
+        left.push((
+            format!("{} (the directory you named with --dir)", dir.display()),
+            format!("rmdir {}", quote::posix(&dir.to_string_lossy())),
+        ));
+    }
+    if let Some(data) = crate::env::data_dir().filter(|d| d.exists()) {
+        let held: Vec<&str> = [
+            (
+                crate::store::DB_FILE,
+                "shim.db: pins and the runs log behind stats and log",
+            ),
+            ("errors.log", "errors.log"),
+        ]
+        .iter()
+        .filter(|(f, _)| data.join(f).exists())
+        .map(|(_, what)| *what)
+        .collect();
+        let holds = if held.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", held.join("; "))
+        };
+        left.push((
+            format!("{}{holds}", data.display()),
+            format!("rm -r {}", quote::posix(&data.to_string_lossy())),
+        ));
+    }
+    if let Some((rc, line)) = RcShell::from_env().find_init() {
+        left.push((
+            format!("the line in {}: {line}", home_relative(&rc)),
+            "delete it from that file (it runs claude-shim at every shell start)".into(),
+        ));
+    }
+    left.push((
+        "the claude-shim binary".into(),
+        "cargo uninstall claude-shim".into(),
+    ));
+    left
 }
 
 /// How to name this binary in the rc line: plain `claude-shim` when that is
