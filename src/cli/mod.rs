@@ -33,9 +33,14 @@ pub trait Run {
 }
 
 fn env_help() -> String {
+    let width = crate::env::ALL
+        .iter()
+        .map(|(n, _)| n.len())
+        .max()
+        .unwrap_or(0);
     let mut s = String::from("Environment:\n");
     for (name, what) in crate::env::ALL {
-        s.push_str(&format!("  {name:<22} {what}\n"));
+        s.push_str(&format!("  {name:<width$}  {what}\n"));
     }
     s
 }
@@ -154,4 +159,18 @@ fn canonical_dir(dir: &Path) -> String {
         .unwrap_or_else(|_| PathBuf::from(dir))
         .to_string_lossy()
         .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn readme_environment_table_lists_every_variable() {
+        let readme = include_str!("../../README.md");
+        for (name, _) in crate::env::ALL {
+            assert!(
+                readme.contains(&format!("| `{name}` |")),
+                "README's Environment table lacks {name}"
+            );
+        }
+    }
 }
