@@ -154,7 +154,7 @@ pub fn gather(dir: Option<&Path>) -> Facts {
     f.claude_shim_on_path = which::which("claude-shim").ok();
     f.shim_dir_on_path = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d == f.shim_dir));
-    let shell = install::RcShell::from_env();
+    let shell = super::rc::RcShell::from_env();
     f.shell = shell.name().into();
     if let Some((file, line)) = shell.find_init() {
         f.rc_file = Some(file);

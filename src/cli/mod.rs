@@ -14,6 +14,7 @@ mod log;
 mod output;
 mod pins;
 pub(crate) mod quote;
+pub mod rc;
 mod stats;
 mod status;
 mod style;
