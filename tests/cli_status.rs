@@ -165,3 +165,21 @@ fn counts_pins_resumed_turns_and_names_the_last_turn() {
     assert!(out.contains("last turn    "), "{out}");
     assert!(!out.contains('\x1b'), "plain when piped: {out:?}");
 }
+
+#[test]
+fn a_damaged_database_still_shows_the_rest_and_points_to_doctor() {
+    let s = Sandbox::new();
+    ok(s.cli(&["install"]));
+    let db = s.store().path.clone();
+    std::fs::write(&db, vec![0x42u8; 8192]).unwrap();
+    // SQLite would still find the schema in the write-ahead log.
+    for side in ["shim.db-wal", "shim.db-shm"] {
+        let _ = std::fs::remove_file(s.data.join(side));
+    }
+    let mut cmd = s.cli(&["status"]);
+    cmd.env("PATH", s.path_with(&[&s.shim_dir(), &s.real_dir]));
+    let out = ok(cmd);
+    assert!(out.contains("active       yes, PATH mode"), "{out}");
+    assert!(out.contains("database     unreadable"), "{out}");
+    assert!(out.contains("claude-shim doctor"), "{out}");
+}

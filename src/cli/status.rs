@@ -19,6 +19,9 @@ pub struct Status {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
+    /// Shim directory, if installed with --dir [default: $CLAUDE_SHIM_HOME/bin]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 const WEEK: i64 = 7 * 86_400;
@@ -38,6 +41,9 @@ pub struct Glance {
     /// The last 7 days (see `stats --json` for the fields).
     pub week: Totals,
     pub last_turn: Option<LastTurn>,
+    /// Why the database could not be read (pins, week and last turn are
+    /// then unknown).
+    pub store_error: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -64,8 +70,8 @@ fn last_turn(r: LogRow, today: &str) -> LastTurn {
     }
 }
 
-fn gather() -> Result<Glance> {
-    let facts = doctor::gather(None);
+fn gather(dir: Option<&std::path::Path>) -> Glance {
+    let facts = doctor::gather(dir);
     let a = activation::judge(&facts);
     let mut g = Glance {
         version: facts.shim_version.clone(),
@@ -78,23 +84,32 @@ fn gather() -> Result<Glance> {
         real_version: facts.capabilities.as_ref().map(|c| c.version.clone()),
         ..Glance::default()
     };
-    if let Some(store) = super::existing_store()? {
-        let now = crate::store::now();
-        g.pinned = store.count_pinned()?;
-        g.week = tally::tally(&store.runs_since(now - WEEK, None)?).total;
-        let today = store.local_day(now)?;
-        g.last_turn = store
-            .recent_runs(0, None, Some(1))?
-            .into_iter()
-            .next()
-            .map(|r| last_turn(r, &today));
+    // A damaged database is doctor's to explain; the rest still shows.
+    if let Err(e) = from_store(&mut g) {
+        g.store_error = Some(format!("{e:#}"));
     }
-    Ok(g)
+    g
+}
+
+fn from_store(g: &mut Glance) -> Result<()> {
+    let Some(store) = super::existing_store()? else {
+        return Ok(());
+    };
+    let now = crate::store::now();
+    g.pinned = store.count_pinned()?;
+    g.week = tally::tally(&store.runs_since(now - WEEK, None)?).total;
+    let today = store.local_day(now)?;
+    g.last_turn = store
+        .recent_runs(0, None, Some(1))?
+        .into_iter()
+        .next()
+        .map(|r| last_turn(r, &today));
+    Ok(())
 }
 
 impl Run for Status {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
-        let g = gather()?;
+        let g = gather(self.dir.as_deref());
         if self.json {
             serde_json::to_writer_pretty(&mut *out, &g)?;
             writeln!(out)?;
@@ -127,6 +142,14 @@ pub fn render(out: &mut dyn Write, g: &Glance, s: Style) -> std::io::Result<()> 
         (None, _) => s.red("not found (see `claude-shim doctor`)"),
     };
     writeln!(out, "{} {real}", label("real claude"))?;
+    if let Some(e) = &g.store_error {
+        writeln!(
+            out,
+            "{} {} (see `claude-shim doctor`)",
+            label("database"),
+            s.red(&format!("unreadable: {e}"))
+        )?;
+    }
     writeln!(
         out,
         "{} {}",
@@ -153,7 +176,7 @@ pub fn render(out: &mut dyn Write, g: &Glance, s: Style) -> std::io::Result<()> 
             writeln!(out, "{} {} {}: {why}", label("last turn"), t.when, t.kind)?;
         }
     }
-    if !g.active {
+    if !g.active || g.store_error.is_some() {
         writeln!(out, "{}", s.dim("`claude-shim doctor` checks everything"))?;
     }
     Ok(())
