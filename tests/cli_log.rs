@@ -47,6 +47,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, why: (&str, &str), spent: Spent, hou
             spent,
             session: Some(SESSION),
             conv_key: Some("k1"),
+            engine: "cold",
         })
         .unwrap();
 }
@@ -209,7 +210,9 @@ fn a_turn_through_the_shim_shows_up_with_its_reason() {
     ok(s.cli(&["install"]));
     let mut turn = std::process::Command::new(s.shim_dir().join("claude"));
     s.env(&mut turn);
+    // Cold: the fake speaks no stream-json input, which a warm turn needs.
     turn.env("CLAUDE_SHIM_REAL", s.fake())
+        .env("CLAUDE_SHIM_WARM", "0")
         .args(["-p", "hello there", "--output-format", "json"]);
     ok(turn);
     let v = log_json(&s, &[]);
@@ -219,4 +222,5 @@ fn a_turn_through_the_shim_shows_up_with_its_reason() {
     assert!(t["why"].as_str().is_some_and(|w| w.len() > 10), "{v}");
     assert_eq!(t["tokens"]["cache_read"], 9000, "{v}");
     assert_eq!(t["cost_usd"], 0.0123, "{v}");
+    assert_eq!(t["engine"], "cold", "{v}");
 }

@@ -37,6 +37,7 @@ fn seed(s: &Sandbox, kind: Kind, spent: Spent) {
             spent,
             session: None,
             conv_key: None,
+            engine: "cold",
         })
         .unwrap();
 }

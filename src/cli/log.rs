@@ -53,6 +53,8 @@ struct Turn<'a> {
     /// Null when unknown, never zeros.
     tokens: Option<JsonTokens>,
     usage_from: Option<&'a str>,
+    /// `cold` | `warm` | `live` | `handshake`: how the CLI ran.
+    engine: Option<&'a str>,
     /// The turn's own cost; null when unknown.
     cost_usd: Option<f64>,
     /// The session's running total as the CLI reported it.
@@ -87,6 +89,7 @@ fn json_turn(r: &LogRow) -> Turn<'_> {
             output: t.output,
         }),
         usage_from: r.usage_from.as_deref(),
+        engine: r.engine.as_deref(),
         cost_usd: r.cost_usd,
         total_cost_usd: r.total_cost_usd,
     }
@@ -180,6 +183,15 @@ fn cost_cell(c: Option<f64>) -> String {
     }
 }
 
+/// The kind, and how the CLI ran when not the usual cold start
+/// (`resumed, warm`: in a live CLI kept from the turn before).
+fn kind_cell(r: &LogRow) -> String {
+    match r.engine.as_deref() {
+        None | Some("cold") => r.kind.clone(),
+        Some(engine) => format!("{}, {engine}", r.kind),
+    }
+}
+
 fn paint_kind(s: Style, kind: &str, cell: String) -> String {
     match kind {
         "resumed" | "forked" => s.green(&cell),
@@ -205,7 +217,7 @@ pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Re
         .map(|r| {
             [
                 human::when(&r.local, v.today),
-                r.kind.clone(),
+                kind_cell(r),
                 r.session
                     .as_deref()
                     .map_or("-".into(), |s| s.chars().take(8).collect()),
@@ -386,6 +398,17 @@ mod tests {
         );
         let piped = text(&rows, &view(None));
         assert_eq!(piped.lines().count(), 3, "{piped}");
+    }
+
+    #[test]
+    fn a_warm_turn_says_so_beside_its_kind() {
+        let mut r = row("2026-11-22 14:03", "resumed", Some("x"));
+        r.engine = Some("warm".into());
+        let t = text(&[r], &view(None));
+        assert!(t.lines().nth(1).unwrap().contains("resumed, warm"), "{t}");
+        let mut r = row("2026-11-22 14:03", "fresh", Some("x"));
+        r.engine = Some("cold".into());
+        assert!(!text(&[r], &view(None)).contains("cold"));
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub struct LogRow {
     pub cost_usd: Option<f64>,
     /// The session's running total after the turn, as the CLI reported it.
     pub total_cost_usd: Option<f64>,
+    /// `cold` | `warm` | `live` | `handshake`; None in older rows.
+    pub engine: Option<String>,
 }
 
 /// Usage from four nullable columns: None when all four are NULL.
@@ -138,7 +140,7 @@ impl Store {
             "SELECT at, strftime('%Y-%m-%d %H:%M', at, 'unixepoch', 'localtime'), cwd, kind,
                     why_code, why, session, conv_key, exit, bytes_in, bytes_sent,
                     input_tokens, cache_write_tokens, cache_read_tokens, output_tokens,
-                    usage_from, cost_usd, total_cost_usd
+                    usage_from, cost_usd, total_cost_usd, engine
              FROM runs WHERE at >= ?1 AND (?2 IS NULL OR cwd = ?2)
              ORDER BY at DESC, id DESC LIMIT ?3",
         )?;
@@ -161,6 +163,7 @@ impl Store {
                 usage_from: r.get(15)?,
                 cost_usd: r.get(16)?,
                 total_cost_usd: r.get(17)?,
+                engine: r.get(18)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -496,6 +499,7 @@ mod tests {
                 spent,
                 session: Some("S"),
                 conv_key: Some("K"),
+                engine: "warm",
             })
             .unwrap();
         };
@@ -537,6 +541,7 @@ mod tests {
         );
         assert_eq!(fresh.why_code.as_deref(), Some("fresh"));
         assert_eq!(fresh.session.as_deref(), Some("S"));
+        assert_eq!(fresh.engine.as_deref(), Some("warm"));
         assert_eq!(fresh.local.len(), "1970-01-01 00:00".len());
         assert_eq!(s.recent_runs(150, Some("/a"), None).unwrap().len(), 1);
         assert_eq!(s.recent_runs(0, None, Some(2)).unwrap().len(), 2);
