@@ -210,9 +210,7 @@ fn a_turn_through_the_shim_shows_up_with_its_reason() {
     ok(s.cli(&["install"]));
     let mut turn = std::process::Command::new(s.shim_dir().join("claude"));
     s.env(&mut turn);
-    // Cold: the fake speaks no stream-json input, which a warm turn needs.
     turn.env("CLAUDE_SHIM_REAL", s.fake())
-        .env("CLAUDE_SHIM_WARM", "0")
         .args(["-p", "hello there", "--output-format", "json"]);
     ok(turn);
     let v = log_json(&s, &[]);

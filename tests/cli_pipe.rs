@@ -28,9 +28,7 @@ fn prepared() -> Sandbox {
     ok(s.cli(&["install"]));
     let mut turn = Command::new(s.shim_dir().join("claude"));
     s.env(&mut turn);
-    // Cold: the fake speaks no stream-json input, which a warm turn needs.
     turn.env("CLAUDE_SHIM_REAL", s.fake())
-        .env("CLAUDE_SHIM_WARM", "0")
         .args(["-p", "hello there", "--output-format", "json"]);
     ok(turn);
     std::fs::write(

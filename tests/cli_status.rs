@@ -136,9 +136,7 @@ fn counts_pins_resumed_turns_and_names_the_last_turn() {
     ok(s.cli(&["install"]));
     let mut turn = Command::new(s.shim_dir().join("claude"));
     s.env(&mut turn);
-    // Cold: the fake speaks no stream-json input, which a warm turn needs.
     turn.env("CLAUDE_SHIM_REAL", s.fake())
-        .env("CLAUDE_SHIM_WARM", "0")
         .args(["-p", "hello there", "--output-format", "json"]);
     ok(turn);
     let mut cmd = s.cli(&["status", "--json"]);
