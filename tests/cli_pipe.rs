@@ -55,6 +55,7 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>)> {
         ("gc", vec!["gc", "--dry-run"]),
         ("completions", vec!["completions", "bash"]),
         ("warm", vec!["warm"]),
+        ("sessions", vec!["sessions", "--all"]),
         ("help", vec!["help"]),
     ]
 }
@@ -78,6 +79,7 @@ fn every_subcommand_ends_quietly_when_the_reader_is_gone() {
         ("log --json", vec!["log", "--json"]),
         ("status --json", vec!["status", "--json"]),
         ("stats --json", vec!["stats", "--json"]),
+        ("sessions --json", vec!["sessions", "--json"]),
         (
             "explain --json",
             vec!["explain", "--json", "transcript.txt"],

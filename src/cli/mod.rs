@@ -15,6 +15,7 @@ mod output;
 mod pins;
 pub(crate) mod quote;
 pub mod rc;
+mod sessions;
 mod stats;
 mod status;
 mod style;
@@ -76,6 +77,7 @@ enum Command {
     Stats(stats::Stats),
     Log(log::Log),
     Pins(pins::Pins),
+    Sessions(sessions::Sessions),
     Forget(forget::Forget),
     Gc(gc::Gc),
     Completions(completions::Completions),
@@ -119,6 +121,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Stats(c) => c,
         Command::Log(c) => c,
         Command::Pins(c) => c,
+        Command::Sessions(c) => c,
         Command::Forget(c) => c,
         Command::Gc(c) => c,
         Command::Completions(c) => c,

@@ -4,6 +4,7 @@
 
 pub mod attempts;
 pub mod caps;
+pub mod listing;
 mod migrations;
 pub mod pins;
 pub mod report;

@@ -32,8 +32,11 @@ impl Store {
 
     /// The file's scan, carried on from the last one (and saved).
     pub fn scan(&self, path: &Path) -> Result<Scan> {
-        let scan = self.scan_of(path)?.unwrap_or_default().resume(path)?;
-        self.save_scan(path, &scan)?;
+        let cached = self.scan_of(path)?;
+        let scan = cached.clone().unwrap_or_default().resume(path)?;
+        if cached.as_ref() != Some(&scan) {
+            self.save_scan(path, &scan)?;
+        }
         Ok(scan)
     }
 }

@@ -219,6 +219,11 @@ fn cold_exit_on(sig: nix::sys::signal::Signal) -> i32 {
     }
 }
 
+/// How long a new live CLI may take to say anything about its first
+/// message (the CLI prints its init event before it calls the API; a cold
+/// start takes 0.4–2 s).
+const START_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
+
 struct Relayed {
     /// The turn's exit status, from its result.
     exit: Option<i32>,
@@ -261,7 +266,19 @@ fn relay(
     let mut partial: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     let mut stopped_at: Option<std::time::Instant> = None;
+    let started = std::time::Instant::now();
+    let mut spoke = false;
     'turn: loop {
+        // A new process that never answers a stream-json message (not a CLI
+        // that speaks it) must not hang the turn: it goes, the turn runs cold.
+        if lent.fresh && !spoke && started.elapsed() > START_PATIENCE {
+            debug!("warm: the new live CLI said nothing in {START_PATIENCE:?}; ending it");
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(lent.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            break;
+        }
         if ctx.child.signalled() && !out.signalled {
             // The caller stopped the turn: a cold CLI prints nothing more.
             out.signalled = true;
@@ -300,6 +317,7 @@ fn relay(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        spoke = true;
         partial.extend_from_slice(&buf[..n]);
         while let Some(nl) = memchr::memchr(b'\n', &partial) {
             let line: Vec<u8> = partial.drain(..=nl).collect();
