@@ -146,6 +146,10 @@ pub fn main(args: Vec<OsString>) -> ! {
 /// The store, if it exists: commands that only read never create it.
 fn existing_store() -> Result<Option<crate::store::Store>> {
     let dir = crate::env::data_dir().context("no data directory: set CLAUDE_SHIM_HOME or HOME")?;
+    if crate::store::backend::Location::configured(&dir)?.is_shared() {
+        let patience = crate::store::postgres::Patience::Each(std::time::Duration::from_secs(10));
+        return crate::store::Store::open_configured(&dir, patience).map(Some);
+    }
     if !dir.join(crate::store::DB_FILE).exists() {
         return Ok(None);
     }
