@@ -15,6 +15,7 @@ mod output;
 mod pins;
 pub(crate) mod quote;
 pub mod rc;
+pub mod route_key;
 mod stats;
 mod status;
 mod style;
@@ -79,6 +80,7 @@ enum Command {
     Forget(forget::Forget),
     Gc(gc::Gc),
     Completions(completions::Completions),
+    RouteKey(route_key::RouteKey),
     Warm(warm::Warm),
     /// The keeper of live CLIs (started by the shim on demand).
     #[command(hide = true)]
@@ -122,6 +124,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Forget(c) => c,
         Command::Gc(c) => c,
         Command::Completions(c) => c,
+        Command::RouteKey(c) => c,
         Command::Warm(c) => c,
         Command::Keeper(c) => c,
     };
