@@ -102,7 +102,12 @@ impl Fleet {
         }
         s.push_str("=== main requests: session, user texts ===\n");
         for q in self.server.main_requests() {
-            s.push_str(&format!("#{} {:?} {:?}\n", q.index, q.session_id(), q.user_texts()));
+            s.push_str(&format!(
+                "#{} {:?} {:?}\n",
+                q.index,
+                q.session_id(),
+                q.user_texts()
+            ));
         }
         s
     }
@@ -119,13 +124,24 @@ impl Fleet {
     ) -> LoggedRequest {
         let before = self.server.main_requests().len();
         let out = self.exec(host, render, history, cur);
-        let ctx = || format!("host {host}, turn {cur:?}\n{}\n{}", describe(&out), self.context());
+        let ctx = || {
+            format!(
+                "host {host}, turn {cur:?}\n{}\n{}",
+                describe(&out),
+                self.context()
+            )
+        };
         assert!(out.status.success(), "{}", ctx());
         assert!(out.stderr.is_empty(), "stderr not empty\n{}", ctx());
         let reply = read(&out.stdout);
         let reqs = self.server.main_requests()[before..].to_vec();
         assert_eq!(reqs.len(), 1, "one request per turn\n{}", ctx());
-        assert_eq!(reply, reqs[0].reply, "the answer is the server's\n{}", ctx());
+        assert_eq!(
+            reply,
+            reqs[0].reply,
+            "the answer is the server's\n{}",
+            ctx()
+        );
         history.push((cur.to_string(), reply));
         reqs.into_iter().next().unwrap()
     }
@@ -161,17 +177,30 @@ fn assert_one_copy(f: &Fleet, req: &LoggedRequest, first: &str, history: &[(Stri
         .iter()
         .map(|(_, a)| a.clone())
         .collect();
-    assert_eq!(req.assistant_texts(), replies, "request #{}\n{}", req.index, f.context());
+    assert_eq!(
+        req.assistant_texts(),
+        replies,
+        "request #{}\n{}",
+        req.index,
+        f.context()
+    );
 }
 
-fn alternating_turns(warm: bool) {
+/// Ten turns on `hosts[k]`: one conversation, one session, resumed from turn 2 on.
+fn ten_turns(hosts: [usize; 10], warm: bool) {
     let f = Fleet::new("alternating", warm);
     let mut history = Vec::new();
     let mut first = String::new();
     let mut session = None;
     for k in 1..=10 {
-        let host = (k - 1) % 2;
-        let req = f.say(host, clients::wrapper, clients::text_reply, &mut history, &question(k));
+        let host = hosts[k - 1];
+        let req = f.say(
+            host,
+            clients::wrapper,
+            clients::text_reply,
+            &mut history,
+            &question(k),
+        );
         if k == 1 {
             first = String::from_utf8(clients::wrapper(&[], &question(1)).1).unwrap();
             session = req.session_id();
@@ -179,28 +208,45 @@ fn alternating_turns(warm: bool) {
         } else {
             assert_one_copy(&f, &req, &first, &history);
         }
-        assert_eq!(req.session_id(), session, "turn {k} changed session\n{}", f.context());
+        assert_eq!(
+            req.session_id(),
+            session,
+            "turn {k} changed session\n{}",
+            f.context()
+        );
     }
     let runs = f.runs();
     let s = session.unwrap();
     let mut want = vec![format!("fresh|{s}")];
     want.extend((2..=10).map(|_| format!("resumed|{s}")));
     assert_eq!(runs, want, "{}", f.context());
-    let hosts = f.sql("SELECT DISTINCT host FROM claude_shim.runs");
-    assert_eq!(hosts.len(), 1, "both hosts are this machine: {hosts:?}");
+    let machines = f.sql("SELECT DISTINCT host FROM claude_shim.runs");
+    assert_eq!(
+        machines.len(),
+        1,
+        "both hosts are this machine: {machines:?}"
+    );
     // Each host brought the session here itself, under its own config dir.
     for h in &f.hosts {
         assert!(h.session_file(&s).is_some(), "{}", f.context());
     }
     // The stored transcript is the session file, byte for byte, on the host that
     // ran the last turn.
-    let file = std::fs::read(f.hosts[1].session_file(&s).unwrap()).unwrap();
+    let last = &f.hosts[hosts[9]];
+    let file = std::fs::read(last.session_file(&s).unwrap()).unwrap();
     let stored = f.sql(&format!(
         "SELECT encode(data, 'hex') FROM claude_shim.transcript_chunks \
          WHERE session = '{s}' ORDER BY start"
     ));
-    let stored: Vec<u8> = stored.iter().flat_map(|h| hex::decode(h).unwrap()).collect();
-    assert!(file.starts_with(&stored) && !stored.is_empty(), "{}", f.context());
+    let stored: Vec<u8> = stored
+        .iter()
+        .flat_map(|h| hex::decode(h).unwrap())
+        .collect();
+    assert!(
+        file.starts_with(&stored) && !stored.is_empty(),
+        "{}",
+        f.context()
+    );
     // The route key of the conversation's messages is the key the shim recorded.
     let mut messages = Vec::new();
     for (u, a) in &history {
@@ -211,6 +257,18 @@ fn alternating_turns(warm: bool) {
     let recorded = f.sql("SELECT DISTINCT conv_key FROM claude_shim.runs");
     assert_eq!(recorded, [key], "{}", f.context());
     if warm {
+        // A turn on the host of the turn before runs in that turn's live CLI; one
+        // after another host's turn starts a new one: a live process whose session
+        // another host moved on is never reused (its head no longer matches).
+        let engines = f.sql("SELECT engine FROM claude_shim.runs ORDER BY id");
+        let want: Vec<&str> = (0..10)
+            .map(|k| match k {
+                0 => "live",
+                k if hosts[k] == hosts[k - 1] => "warm",
+                _ => "live",
+            })
+            .collect();
+        assert_eq!(engines, want, "{}", f.context());
         f.stop_keepers();
     }
     for h in 0..2 {
@@ -233,12 +291,12 @@ fn route_key(body: &Value) -> String {
 
 #[test]
 fn ten_turns_alternating_between_hosts_resume_every_turn_from_two() {
-    alternating_turns(false);
+    ten_turns([0, 1, 0, 1, 0, 1, 0, 1, 0, 1], false);
 }
 
 #[test]
-fn warm_turns_alternating_between_hosts_resume_too() {
-    alternating_turns(true);
+fn warm_turns_moving_between_hosts_resume_too() {
+    ten_turns([0, 0, 1, 1, 0, 1, 0, 0, 1, 0], true);
 }
 
 #[test]
@@ -247,12 +305,22 @@ fn killing_postgres_mid_conversation_runs_the_next_turns_as_without_the_shim() {
     let mut history = Vec::new();
     let read = clients::result_reply;
     for k in 1..=4 {
-        f.say((k - 1) % 2, clients::langchain, read, &mut history, &question(k));
+        f.say(
+            (k - 1) % 2,
+            clients::langchain,
+            read,
+            &mut history,
+            &question(k),
+        );
     }
     f.pg.kill();
     for k in 5..=7 {
         let host = (k - 1) % 2;
-        let prompt = clients::langchain(&history, &question(k)).0.last().unwrap().clone();
+        let prompt = clients::langchain(&history, &question(k))
+            .0
+            .last()
+            .unwrap()
+            .clone();
         let req = f.say(host, clients::langchain, read, &mut history, &question(k));
         // As without the shim: the whole transcript, as the caller sent it.
         let users: Vec<Vec<String>> = req
@@ -277,8 +345,11 @@ fn sixteen_turns_from_two_hosts_branching_from_one_node_never_resume_one_session
     let read = clients::result_reply;
     f.say(0, clients::langchain, read, &mut history, &question(1));
     f.say(1, clients::langchain, read, &mut history, &question(2));
-    let original: String = f.sql("SELECT session FROM claude_shim.runs ORDER BY id LIMIT 1")[0].clone();
-    let texts: Vec<String> = (1..=N).map(|k| format!("fleet branch {k} of {N}")).collect();
+    let original: String =
+        f.sql("SELECT session FROM claude_shim.runs ORDER BY id LIMIT 1")[0].clone();
+    let texts: Vec<String> = (1..=N)
+        .map(|k| format!("fleet branch {k} of {N}"))
+        .collect();
     let barrier = Barrier::new(N);
     let outputs: Vec<Output> = std::thread::scope(|s| {
         let handles: Vec<_> = texts
@@ -292,10 +363,17 @@ fn sixteen_turns_from_two_hosts_branching_from_one_node_never_resume_one_session
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("turn")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("turn"))
+            .collect()
     });
     let requests = f.server.main_requests();
-    let first = clients::langchain(&[], &question(1)).0.last().unwrap().clone();
+    let first = clients::langchain(&[], &question(1))
+        .0
+        .last()
+        .unwrap()
+        .clone();
     for (text, out) in texts.iter().zip(&outputs) {
         let ctx = || format!("branch {text:?}\n{}\n{}", describe(out), f.context());
         assert!(out.status.success(), "{}", ctx());
@@ -313,9 +391,13 @@ fn sixteen_turns_from_two_hosts_branching_from_one_node_never_resume_one_session
     let runs = f.runs()[2..].to_vec();
     assert_eq!(runs.len(), N, "{}", f.context());
     let in_place: Vec<&String> = runs.iter().filter(|r| r.starts_with("resumed|")).collect();
-    assert!(in_place.len() <= 1, "two in-place resumes of one session\n{runs:?}");
     assert!(
-        runs.iter().all(|r| r.starts_with("resumed|") || r.starts_with("forked|")),
+        in_place.len() <= 1,
+        "two in-place resumes of one session\n{runs:?}"
+    );
+    assert!(
+        runs.iter()
+            .all(|r| r.starts_with("resumed|") || r.starts_with("forked|")),
         "{runs:?}\n{}",
         f.context()
     );
@@ -331,13 +413,22 @@ fn sixteen_turns_from_two_hosts_branching_from_one_node_never_resume_one_session
         "SELECT encode(data, 'hex') FROM claude_shim.transcript_chunks \
          WHERE session = '{original}' ORDER BY start"
     ));
-    let bytes: Vec<u8> = stored.iter().flat_map(|h| hex::decode(h).unwrap()).collect();
+    let bytes: Vec<u8> = stored
+        .iter()
+        .flat_map(|h| hex::decode(h).unwrap())
+        .collect();
     for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        serde_json::from_slice::<Value>(line)
-            .unwrap_or_else(|e| panic!("stored line is not JSON ({e}): {}", String::from_utf8_lossy(line)));
+        serde_json::from_slice::<Value>(line).unwrap_or_else(|e| {
+            panic!(
+                "stored line is not JSON ({e}): {}",
+                String::from_utf8_lossy(line)
+            )
+        });
     }
     println!(
         "branch kinds: {:?}",
-        runs.iter().map(|r| r.split('|').next().unwrap()).collect::<Vec<_>>()
+        runs.iter()
+            .map(|r| r.split('|').next().unwrap())
+            .collect::<Vec<_>>()
     );
 }
