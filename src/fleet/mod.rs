@@ -32,27 +32,16 @@ pub fn bring_here(place: &Place, session: &str, at: Option<&str>, leased: bool) 
         (None, _) => Expect::Nothing,
     };
     let store = place.store.lock();
-    let stale = || {
-        let file = crate::sessions::find(&place.config_dir, session);
-        let len = file
-            .as_deref()
-            .and_then(|f| std::fs::metadata(f).ok())
-            .map(|m| m.len());
-        let stored = store.transcript_manifest(session).ok()?;
-        let end = stored.last().map_or(0, |c| c.end());
-        Some(len != Some(end))
-    };
-    if leased && stale().unwrap_or(false) {
-        crate::turn::warm::release(session);
-    }
-    match transcript::hydrate(
+    let hydrated = transcript::hydrate(
         &store,
         &place.config_dir,
         &place.cwd,
         session,
         expect,
         leased,
-    ) {
+        || crate::turn::warm::release(session),
+    );
+    match hydrated {
         Ok(Hydrated::Here) | Ok(Hydrated::NotStored) => true,
         Ok(Hydrated::Written { bytes }) => {
             debug!("fleet: brought {bytes} bytes of {session} here");

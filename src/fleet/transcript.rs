@@ -168,8 +168,9 @@ pub enum Expect<'a> {
 /// lacks (into `<config>/projects/<slug of cwd>/<id>.jsonl` when there is
 /// no file), verified chunk by chunk and then as a whole (`expect`), and
 /// put in place atomically. A diverged copy is replaced only when
-/// `may_replace` (the caller holds the session's lease, so nothing here
-/// writes it).
+/// `may_replace` (the caller holds the session's lease); then, before
+/// anything is written, `quiet_writers` ends what else here may write the
+/// file (a live CLI of the session), and the copy is looked at again.
 pub fn hydrate(
     store: &Store,
     config_dir: &Path,
@@ -177,14 +178,20 @@ pub fn hydrate(
     session: &str,
     expect: Expect<'_>,
     may_replace: bool,
+    quiet_writers: impl FnOnce(),
 ) -> Result<Hydrated> {
     if !sessions::valid_id(session) {
         bail!("not a session id: {session:?}");
     }
-    let file = sessions::find(config_dir, session);
-    let (state, stored) = local_state(store, file.as_deref(), session)?;
+    let mut file = sessions::find(config_dir, session);
+    let (mut state, stored) = local_state(store, file.as_deref(), session)?;
     if stored.is_empty() {
         return Ok(Hydrated::NotStored);
+    }
+    if may_replace && !matches!(state, Local::Same | Local::Ahead { .. }) {
+        quiet_writers();
+        file = sessions::find(config_dir, session);
+        state = local_state(store, file.as_deref(), session)?.0;
     }
     let keep = match state {
         Local::Same | Local::Ahead { .. } => return Ok(Hydrated::Here),

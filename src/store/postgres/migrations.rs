@@ -3,7 +3,7 @@
 //! transaction under an advisory lock, so replicas starting together apply
 //! each step once.
 
-use super::{call, Pg};
+use super::{call, Pg, Typed};
 use anyhow::Result;
 use tokio_postgres::error::SqlState;
 
@@ -52,7 +52,32 @@ const MIGRATIONS: &[&str] = &[
         session TEXT NOT NULL, start BIGINT NOT NULL, len BIGINT NOT NULL,
         sha256 TEXT NOT NULL, data BYTEA NOT NULL,
         uploaded_at BIGINT NOT NULL, host TEXT,
-        PRIMARY KEY (session, start));",
+        PRIMARY KEY (session, start));
+     -- The in-place lease in one statement: the head checked under the
+     -- row's lock, the session's advisory lock taken (held by the caller's
+     -- connection until released or gone), the holder written.
+     CREATE FUNCTION try_lease(p_session TEXT, p_head TEXT, p_key BIGINT, p_mine BOOLEAN,
+                               p_holder TEXT, p_now BIGINT) RETURNS TEXT
+     LANGUAGE plpgsql SET search_path = claude_shim, pg_catalog AS $$
+     DECLARE
+        cur RECORD;
+        known BOOLEAN;
+     BEGIN
+        SELECT head_uuid, draining INTO cur FROM sessions WHERE session = p_session FOR UPDATE;
+        known := FOUND;
+        IF known AND cur.head_uuid IS DISTINCT FROM p_head THEN
+            RETURN 'not-head';
+        END IF;
+        IF NOT p_mine AND NOT pg_try_advisory_lock(p_key) THEN
+            RETURN CASE WHEN known AND cur.draining THEN 'held-draining' ELSE 'held' END;
+        END IF;
+        INSERT INTO sessions (session, lease_holder, lease_backend, draining, used_at)
+        VALUES (p_session, p_holder, pg_backend_pid(), false, p_now)
+        ON CONFLICT (session) DO UPDATE SET lease_holder = excluded.lease_holder,
+            lease_backend = excluded.lease_backend, draining = false,
+            used_at = excluded.used_at;
+        RETURN 'taken';
+     END $$;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();
@@ -61,7 +86,7 @@ pub const COUNT: usize = MIGRATIONS.len();
 /// missing steps under the lock when not.
 pub fn apply(pg: &mut Pg) -> Result<()> {
     let current = call!(pg, "reading the schema version", |c| {
-        match c.query_opt("SELECT version FROM schema_version", &[]).await {
+        match c.q_opt("SELECT version FROM schema_version", &[]).await {
             Ok(row) => Ok(row.map(|r| r.get::<_, i32>(0) as usize)),
             Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => Ok(None),
             Err(e) => Err(e),
@@ -72,20 +97,19 @@ pub fn apply(pg: &mut Pg) -> Result<()> {
     }
     call!(pg, "migrating the schema", |c| {
         let tx = c.transaction().await?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
-            .await?;
+        tx.x("SELECT pg_advisory_xact_lock($1)", &[&LOCK]).await?;
         tx.batch_execute(
             "CREATE SCHEMA IF NOT EXISTS claude_shim;
              CREATE TABLE IF NOT EXISTS claude_shim.schema_version (version INTEGER NOT NULL);",
         )
         .await?;
         let done = match tx
-            .query_opt("SELECT version FROM claude_shim.schema_version", &[])
+            .q_opt("SELECT version FROM claude_shim.schema_version", &[])
             .await?
         {
             Some(r) => r.get::<_, i32>(0) as usize,
             None => {
-                tx.execute("INSERT INTO claude_shim.schema_version VALUES (0)", &[])
+                tx.x("INSERT INTO claude_shim.schema_version VALUES (0)", &[])
                     .await?;
                 0
             }
@@ -93,7 +117,7 @@ pub fn apply(pg: &mut Pg) -> Result<()> {
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(done) {
             tx.batch_execute(&format!("SET LOCAL search_path = claude_shim; {sql}"))
                 .await?;
-            tx.execute(
+            tx.x(
                 "UPDATE claude_shim.schema_version SET version = $1",
                 &[&(i as i32 + 1)],
             )

@@ -20,7 +20,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use std::collections::HashSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Config, Error, GenericClient, NoTls, Row};
 
 pub use migrations::COUNT;
 
@@ -77,6 +78,7 @@ impl Io {
             .rt
             .block_on(async { tokio::time::timeout(limit, f).await });
         self.spent += start.elapsed();
+        crate::debug!("store: {what} ({} µs)", start.elapsed().as_micros());
         match out {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
@@ -192,6 +194,60 @@ impl Pg {
         })
     }
 }
+
+/// A statement parameter that knows its PostgreSQL type, so a statement
+/// is sent with its parameters in one round trip (no prepare first): a
+/// turn's few statements, each once, cost round trips and nothing else.
+pub(crate) trait Arg: ToSql + Sync {
+    const TYPE: Type;
+}
+
+macro_rules! arg {
+    ($($t:ty => $ty:ident),* $(,)?) => {
+        $(impl Arg for $t {
+            const TYPE: Type = Type::$ty;
+        })*
+    };
+}
+arg!(&str => TEXT, String => TEXT, i64 => INT8, i32 => INT4, bool => BOOL,
+     f64 => FLOAT8, &[u8] => BYTEA, Vec<u8> => BYTEA);
+
+impl<T: Arg> Arg for Option<T> {
+    const TYPE: Type = T::TYPE;
+}
+
+/// [`Arg`] as a trait object.
+pub(crate) trait DynArg: Sync {
+    fn pair(&self) -> (&(dyn ToSql + Sync), Type);
+}
+
+impl<T: Arg> DynArg for T {
+    fn pair(&self) -> (&(dyn ToSql + Sync), Type) {
+        (self, T::TYPE)
+    }
+}
+
+fn typed<'a>(args: &'a [&'a dyn DynArg]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    args.iter().map(|a| a.pair()).collect()
+}
+
+/// Statements with typed parameters, on a client or a transaction.
+pub(crate) trait Typed: GenericClient {
+    async fn q(&self, sql: &str, args: &[&dyn DynArg]) -> Result<Vec<Row>, Error> {
+        self.query_typed(sql, &typed(args)).await
+    }
+    async fn q_opt(&self, sql: &str, args: &[&dyn DynArg]) -> Result<Option<Row>, Error> {
+        self.query_typed_opt(sql, &typed(args)).await
+    }
+    async fn q_one(&self, sql: &str, args: &[&dyn DynArg]) -> Result<Row, Error> {
+        self.query_typed_one(sql, &typed(args)).await
+    }
+    async fn x(&self, sql: &str, args: &[&dyn DynArg]) -> Result<u64, Error> {
+        self.execute_typed(sql, &typed(args)).await
+    }
+}
+
+impl<C: GenericClient> Typed for C {}
 
 /// The advisory-lock key of a session's lease.
 pub fn lease_key(session: &str) -> i64 {

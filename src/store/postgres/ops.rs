@@ -2,7 +2,7 @@
 //! leases, the runs log, attempts, capabilities, transcripts. Same meaning
 //! as the SQLite ones in `store::{pins, runs, attempts, caps}`.
 
-use super::{call, lease_key, Pg};
+use super::{call, lease_key, Pg, Typed};
 use crate::events::Usage;
 use crate::identity::{Chain, ConvKey, Node, PreambleHash, ReplyHash};
 use crate::probe::Capabilities;
@@ -19,7 +19,7 @@ const CHUNK_MAX: usize = 1 << 20;
 impl Pg {
     pub fn find_pins(&mut self, node: &Node) -> Result<Vec<Pin>> {
         let rows = call!(self, "finding pins", |c| {
-            c.query(
+            c.q(
                 "SELECT id, session, assistant_uuid, reply_hashes, preamble_hash, turns, created_at
                  FROM pins WHERE node = $1 ORDER BY id DESC",
                 &[&node.as_str()],
@@ -47,7 +47,7 @@ impl Pg {
 
     pub fn find_elsewhere(&mut self, chain: &Chain) -> Result<Option<Elsewhere>> {
         let row = call!(self, "finding the turns elsewhere", |c| {
-            c.query_opt(
+            c.q_opt(
                 "SELECT parts, created_at FROM pins WHERE chain = $1 ORDER BY id DESC LIMIT 1",
                 &[&chain.as_str()],
             )
@@ -73,14 +73,24 @@ impl Pg {
         let parts = serde_json::to_string(&pin.parts)?;
         let host = self.host.clone();
         let ephemeral = ownership == Ownership::Ephemeral;
+        // One statement: the pin, and the session's head moved to it.
         call!(self, "pinning", |c| {
-            let tx = c.transaction().await?;
-            let id: i64 = tx
-                .query_one(
-                    "INSERT INTO pins (scope, node, chain, parts, conv_key, session, assistant_uuid,
-                         reply_hashes, preamble_hash, turns, cwd, created_at, reply_preview, host)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-                     RETURNING id",
+            let row = c
+                .q_one(
+                    "WITH p AS (
+                        INSERT INTO pins (scope, node, chain, parts, conv_key, session,
+                            assistant_uuid, reply_hashes, preamble_hash, turns, cwd, created_at,
+                            reply_preview, host)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                        RETURNING id),
+                     s AS (
+                        INSERT INTO sessions (session, head_uuid, ephemeral, config_dir, used_at)
+                        VALUES ($6, $7, $15, $16, $12)
+                        ON CONFLICT (session) DO UPDATE SET head_uuid = excluded.head_uuid,
+                            used_at = excluded.used_at,
+                            ephemeral = sessions.ephemeral OR excluded.ephemeral,
+                            config_dir = COALESCE(sessions.config_dir, excluded.config_dir))
+                     SELECT id FROM p",
                     &[
                         &pin.scope.as_str(),
                         &pin.node.as_str(),
@@ -96,61 +106,43 @@ impl Pg {
                         &now,
                         &pin.reply_preview,
                         &host,
+                        &ephemeral,
+                        &config_dir,
                     ],
                 )
-                .await?
-                .get(0);
-            tx.execute(
-                "INSERT INTO sessions (session, head_uuid, ephemeral, config_dir, used_at)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (session) DO UPDATE SET head_uuid = excluded.head_uuid,
-                     used_at = excluded.used_at,
-                     ephemeral = sessions.ephemeral OR excluded.ephemeral,
-                     config_dir = COALESCE(sessions.config_dir, excluded.config_dir)",
-                &[
-                    &pin.session,
-                    &pin.assistant_uuid,
-                    &ephemeral,
-                    &config_dir,
-                    &now,
-                ],
-            )
-            .await?;
-            tx.commit().await?;
-            Ok(id)
+                .await?;
+            Ok(row.get(0))
         })
     }
 
     pub fn unpin(&mut self, id: i64, session: &str, head: Option<&str>) -> Result<()> {
         call!(self, "taking a pin back", |c| {
-            let tx = c.transaction().await?;
-            tx.execute("DELETE FROM pins WHERE id = $1", &[&id]).await?;
-            tx.execute(
-                "UPDATE sessions SET head_uuid = $2 WHERE session = $1",
-                &[&session, &head],
+            c.x(
+                "WITH d AS (DELETE FROM pins WHERE id = $1)
+                 UPDATE sessions SET head_uuid = $3 WHERE session = $2",
+                &[&id, &session, &head],
             )
-            .await?;
-            tx.commit().await
-        })
+            .await
+        })?;
+        Ok(())
     }
 
     pub fn drop_session(&mut self, session: &str) -> Result<()> {
         call!(self, "forgetting a session", |c| {
-            c.batch_execute("BEGIN").await?;
-            for sql in [
-                "DELETE FROM pins WHERE session = $1",
-                "DELETE FROM sessions WHERE session = $1",
-                "DELETE FROM transcript_chunks WHERE session = $1",
-            ] {
-                c.execute(sql, &[&session]).await?;
-            }
-            c.batch_execute("COMMIT").await
-        })
+            c.x(
+                "WITH p AS (DELETE FROM pins WHERE session = $1),
+                      t AS (DELETE FROM transcript_chunks WHERE session = $1)
+                 DELETE FROM sessions WHERE session = $1",
+                &[&session],
+            )
+            .await
+        })?;
+        Ok(())
     }
 
     pub fn session_head(&mut self, session: &str) -> Result<Option<String>> {
         let row = call!(self, "reading a session's head", |c| {
-            c.query_opt(
+            c.q_opt(
                 "SELECT head_uuid FROM sessions WHERE session = $1",
                 &[&session],
             )
@@ -166,59 +158,30 @@ impl Pg {
         let key = lease_key(session);
         let mine = self.held.contains(session);
         let holder = self.holder.clone();
-        // Every way out ends the transaction here: a dropped one would
-        // only be rolled back at this connection's next call, holding the
-        // row's lock until then.
-        let lease = call!(self, "taking the lease", |c| {
-            let tx = c.transaction().await?;
-            let row = tx
-                .query_opt(
-                    "SELECT head_uuid, draining FROM sessions WHERE session = $1 FOR UPDATE",
-                    &[&session],
-                )
-                .await?;
-            let moved = row
-                .as_ref()
-                .is_some_and(|r| r.get::<_, Option<&str>>(0) != head);
-            if moved {
-                tx.rollback().await?;
-                return Ok(Lease::NotHead);
-            }
-            if !mine {
-                let got: bool = tx
-                    .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
-                    .await?
-                    .get(0);
-                if !got {
-                    let draining = row.as_ref().is_some_and(|r| r.get::<_, bool>(1));
-                    tx.rollback().await?;
-                    return Ok(Lease::Held { draining });
+        let answer = call!(self, "taking the lease", |c| {
+            c.q_one(
+                "SELECT try_lease($1, $2, $3, $4, $5, $6)",
+                &[&session, &head, &key, &mine, &holder, &now],
+            )
+            .await
+            .map(|r| r.get::<_, String>(0))
+        });
+        let lease = match answer.as_deref() {
+            Ok("taken") => Lease::Taken,
+            Ok("not-head") => Lease::NotHead,
+            Ok("held-draining") => Lease::Held { draining: true },
+            Ok(_) => Lease::Held { draining: false },
+            Err(_) => {
+                // Should the lock have been taken before the row failed, it
+                // outlives the statement: give it back.
+                if !mine {
+                    let _ = call!(self, "giving the lease back", |c| {
+                        c.x("SELECT pg_advisory_unlock($1)", &[&key]).await
+                    });
                 }
+                return answer.map(|_| Lease::NotHead);
             }
-            let written = tx
-                .execute(
-                    "INSERT INTO sessions (session, lease_holder, lease_backend, draining, used_at)
-                     VALUES ($1, $2, pg_backend_pid(), false, $3)
-                     ON CONFLICT (session) DO UPDATE SET lease_holder = excluded.lease_holder,
-                         lease_backend = excluded.lease_backend, draining = false,
-                         used_at = excluded.used_at",
-                    &[&session, &holder, &now],
-                )
-                .await;
-            let done = match written {
-                Ok(_) => tx.commit().await,
-                Err(e) => {
-                    let _ = tx.rollback().await;
-                    Err(e)
-                }
-            };
-            if let Err(e) = done {
-                // The lock outlives the transaction: give it back.
-                let _ = c.execute("SELECT pg_advisory_unlock($1)", &[&key]).await;
-                return Err(e);
-            }
-            Ok(Lease::Taken)
-        })?;
+        };
         if lease == Lease::Taken {
             self.held.insert(session.to_owned());
         }
@@ -228,7 +191,7 @@ impl Pg {
     pub fn mark_draining(&mut self, session: &str) -> Result<()> {
         let holder = self.holder.clone();
         call!(self, "marking the lease draining", |c| {
-            c.execute(
+            c.x(
                 "UPDATE sessions SET draining = true WHERE session = $1 AND lease_holder = $2",
                 &[&session, &holder],
             )
@@ -244,13 +207,14 @@ impl Pg {
         let holder = self.holder.clone();
         let key = lease_key(session);
         call!(self, "releasing the lease", |c| {
-            c.execute(
-                "UPDATE sessions SET lease_holder = NULL, lease_backend = NULL, draining = false
-                 WHERE session = $1 AND lease_holder = $2",
-                &[&session, &holder],
+            c.x(
+                "WITH u AS (
+                    UPDATE sessions SET lease_holder = NULL, lease_backend = NULL, draining = false
+                    WHERE session = $1 AND lease_holder = $2)
+                 SELECT pg_advisory_unlock($3)",
+                &[&session, &holder, &key],
             )
-            .await?;
-            c.execute("SELECT pg_advisory_unlock($1)", &[&key]).await
+            .await
         })?;
         self.held.remove(session);
         Ok(())
@@ -258,7 +222,7 @@ impl Pg {
 
     pub fn touch_session(&mut self, session: &str, now: i64) -> Result<()> {
         call!(self, "touching a session", |c| {
-            c.execute(
+            c.x(
                 "UPDATE sessions SET used_at = $2 WHERE session = $1",
                 &[&session, &now],
             )
@@ -271,7 +235,7 @@ impl Pg {
     /// connection is.
     pub fn expired_ephemeral(&mut self, idle_before: i64) -> Result<Vec<(String, String)>> {
         let rows = call!(self, "finding expired ephemeral sessions", |c| {
-            c.query(
+            c.q(
                 "SELECT s.session, COALESCE(s.config_dir, '') FROM sessions s
                  WHERE s.ephemeral AND (
                     COALESCE(s.used_at, 0) < $1
@@ -292,7 +256,7 @@ impl Pg {
 
     pub fn is_ephemeral(&mut self, session: &str) -> Result<bool> {
         let row = call!(self, "reading a session", |c| {
-            c.query_opt(
+            c.q_opt(
                 "SELECT ephemeral FROM sessions WHERE session = $1",
                 &[&session],
             )
@@ -306,7 +270,7 @@ impl Pg {
         let n = |f: fn(&Usage) -> u64| usage.as_ref().map(|u| f(u) as i64);
         let host = self.host.clone();
         call!(self, "logging the run", |c| {
-            c.execute(
+            c.x(
                 "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
                     cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
                     why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
@@ -341,7 +305,7 @@ impl Pg {
 
     pub fn run_counts(&mut self) -> Result<Vec<(String, i64)>> {
         let rows = call!(self, "counting runs", |c| {
-            c.query(
+            c.q(
                 "SELECT kind, COUNT(*) FROM runs GROUP BY kind ORDER BY kind",
                 &[],
             )
@@ -362,7 +326,7 @@ impl Pg {
         let host = self.host.clone();
         call!(self, "recording an attempt", |c| {
             let row = c
-                .query_one(
+                .q_one(
                     "INSERT INTO attempts (node, message, session, pid, started_at, continues, host)
                      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
                     &[&node.as_str(), &message, &session, &pid, &now, &continues, &host],
@@ -374,7 +338,7 @@ impl Pg {
 
     pub fn end_attempt(&mut self, id: i64, outcome: Outcome, now: i64) -> Result<()> {
         call!(self, "ending an attempt", |c| {
-            c.execute(
+            c.x(
                 "UPDATE attempts SET ended_at = $2, outcome = $3 WHERE id = $1",
                 &[&id, &now, &outcome.as_str()],
             )
@@ -390,7 +354,7 @@ impl Pg {
         since: i64,
     ) -> Result<Option<AttemptRow>> {
         let row = call!(self, "reading the last attempt", |c| {
-            c.query_opt(
+            c.q_opt(
                 "SELECT id, session, pid, started_at, outcome, continues FROM attempts
                  WHERE node = $1 AND message = $2 AND started_at >= $3
                  ORDER BY id DESC LIMIT 1",
@@ -410,7 +374,7 @@ impl Pg {
 
     pub fn prune_attempts(&mut self, before: i64) -> Result<usize> {
         let n = call!(self, "pruning attempts", |c| {
-            c.execute("DELETE FROM attempts WHERE started_at < $1", &[&before])
+            c.x("DELETE FROM attempts WHERE started_at < $1", &[&before])
                 .await
         })?;
         Ok(n as usize)
@@ -418,7 +382,7 @@ impl Pg {
 
     pub fn capabilities(&mut self, key: &BinaryKey) -> Result<Option<Capabilities>> {
         let row = call!(self, "reading capabilities", |c| {
-            c.query_opt(
+            c.q_opt(
                 "SELECT version, resume, fork_session, session_id, resume_session_at
                  FROM capabilities WHERE path = $1 AND size = $2 AND mtime_ns = $3",
                 &[&key.path, &(key.size as i64), &key.mtime_ns],
@@ -441,7 +405,7 @@ impl Pg {
         now: i64,
     ) -> Result<()> {
         call!(self, "saving capabilities", |c| {
-            c.execute(
+            c.x(
                 "INSERT INTO capabilities (path, size, mtime_ns, version, resume, fork_session,
                      session_id, resume_session_at, probed_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -470,7 +434,7 @@ impl Pg {
     /// A session's transcript chunks, in order, without their bytes.
     pub fn transcript_manifest(&mut self, session: &str) -> Result<Vec<Chunk>> {
         let rows = call!(self, "reading a transcript's chunks", |c| {
-            c.query(
+            c.q(
                 "SELECT start, len, sha256 FROM transcript_chunks WHERE session = $1
                  ORDER BY start",
                 &[&session],
@@ -490,7 +454,7 @@ impl Pg {
     /// The chunks from byte `from` on (a chunk boundary), with their bytes.
     pub fn transcript_from(&mut self, session: &str, from: u64) -> Result<Vec<(Chunk, Vec<u8>)>> {
         let rows = call!(self, "downloading a transcript", |c| {
-            c.query(
+            c.q(
                 "SELECT start, len, sha256, data FROM transcript_chunks
                  WHERE session = $1 AND start >= $2 ORDER BY start",
                 &[&session, &(from as i64)],
@@ -522,47 +486,39 @@ impl Pg {
         now: i64,
     ) -> Result<()> {
         let host = self.host.clone();
-        let key = lease_key(session) ^ 1;
-        let end = call!(self, "uploading a transcript", |c| {
-            let tx = c.transaction().await?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key])
-                .await?;
-            let end: i64 = tx
-                .query_one(
-                    "SELECT COALESCE(MAX(start + len), 0) FROM transcript_chunks
-                     WHERE session = $1",
-                    &[&session],
-                )
-                .await?
-                .get(0);
-            if end as u64 != start {
-                tx.rollback().await?;
-                return Ok(end as u64);
-            }
-            let mut at = start;
-            for piece in data.chunks(CHUNK_MAX) {
-                tx.execute(
+        // One statement a chunk: inserted only where the stored transcript
+        // ends (two writers racing for the same end collide on the key).
+        let mut at = start;
+        for piece in data.chunks(CHUNK_MAX) {
+            let sha = crate::store::transcripts::sha256(piece);
+            let host = &host;
+            let wrote = call!(self, "uploading a transcript", |c| {
+                c.x(
                     "INSERT INTO transcript_chunks (session, start, len, sha256, data,
                          uploaded_at, host)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                     SELECT $1, $2, $3, $4, $5, $6, $7
+                     WHERE (SELECT COALESCE(MAX(start + len), 0) FROM transcript_chunks
+                            WHERE session = $1) = $2",
                     &[
                         &session,
                         &(at as i64),
                         &(piece.len() as i64),
-                        &crate::store::transcripts::sha256(piece),
+                        &sha,
                         &piece,
                         &now,
-                        &host,
+                        host,
                     ],
                 )
-                .await?;
-                at += piece.len() as u64;
+                .await
+            })?;
+            if wrote == 0 {
+                let end = self
+                    .transcript_manifest(session)?
+                    .last()
+                    .map_or(0, Chunk::end);
+                bail!("the stored transcript of {session} ends at byte {end}, not {at}");
             }
-            tx.commit().await?;
-            Ok(start)
-        })?;
-        if end != start {
-            bail!("the stored transcript of {session} ends at byte {end}, not {start}");
+            at += piece.len() as u64;
         }
         Ok(())
     }

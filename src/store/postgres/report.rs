@@ -1,7 +1,7 @@
 //! The management queries (`stats`, `pins`, `forget`, `gc`, `doctor`) on
 //! the shared store. Same meaning as `store::report`.
 
-use super::{call, Pg};
+use super::{call, Pg, Typed};
 use crate::store::report::{Health, PinRow, Removed, RunRow, Tokens};
 use anyhow::Result;
 
@@ -14,7 +14,7 @@ const ORPHAN_TRANSCRIPTS: &str =
 impl Pg {
     pub fn runs_since(&mut self, since: i64, cwd: Option<&str>) -> Result<Vec<RunRow>> {
         let rows = call!(self, "reading runs", |c| {
-            c.query(
+            c.q(
                 "SELECT at, kind, bytes_in, bytes_sent, input_tokens, cache_write_tokens,
                         cache_read_tokens, output_tokens, cost_usd
                  FROM runs WHERE at >= $1 AND ($2::TEXT IS NULL OR cwd = $2) ORDER BY at, id",
@@ -52,7 +52,7 @@ impl Pg {
 
     pub fn latest_pins(&mut self, cwd: Option<&str>) -> Result<Vec<PinRow>> {
         let rows = call!(self, "reading pins", |c| {
-            c.query(
+            c.q(
                 "SELECT p.session, p.cwd, p.turns, p.created_at, COALESCE(p.reply_preview, ''), m.n
                  FROM pins p
                  JOIN (SELECT session, MAX(id) AS id, COUNT(*) AS n FROM pins GROUP BY session) m
@@ -78,7 +78,7 @@ impl Pg {
 
     pub fn pinned_sessions(&mut self) -> Result<Vec<String>> {
         let rows = call!(self, "reading sessions", |c| {
-            c.query("SELECT DISTINCT session FROM pins ORDER BY session", &[])
+            c.q("SELECT DISTINCT session FROM pins ORDER BY session", &[])
                 .await
         })?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
@@ -89,13 +89,11 @@ impl Pg {
             let tx = c.transaction().await?;
             let mut removed = Removed::default();
             for s in sessions {
-                removed.pins += tx
-                    .execute("DELETE FROM pins WHERE session = $1", &[s])
-                    .await? as usize;
+                removed.pins += tx.x("DELETE FROM pins WHERE session = $1", &[s]).await? as usize;
                 removed.sessions += tx
-                    .execute("DELETE FROM sessions WHERE session = $1", &[s])
+                    .x("DELETE FROM sessions WHERE session = $1", &[s])
                     .await? as usize;
-                tx.execute("DELETE FROM transcript_chunks WHERE session = $1", &[s])
+                tx.x("DELETE FROM transcript_chunks WHERE session = $1", &[s])
                     .await?;
             }
             tx.commit().await?;
@@ -106,11 +104,9 @@ impl Pg {
     pub fn forget_cwd(&mut self, cwd: &str) -> Result<Removed> {
         call!(self, "forgetting a directory", |c| {
             let tx = c.transaction().await?;
-            let pins = tx
-                .execute("DELETE FROM pins WHERE cwd = $1", &[&cwd])
-                .await? as usize;
-            let sessions = tx.execute(ORPHANS, &[]).await? as usize;
-            tx.execute(ORPHAN_TRANSCRIPTS, &[]).await?;
+            let pins = tx.x("DELETE FROM pins WHERE cwd = $1", &[&cwd]).await? as usize;
+            let sessions = tx.x(ORPHANS, &[]).await? as usize;
+            tx.x(ORPHAN_TRANSCRIPTS, &[]).await?;
             tx.commit().await?;
             Ok(Removed {
                 pins,
@@ -123,9 +119,9 @@ impl Pg {
     pub fn forget_all(&mut self) -> Result<Removed> {
         call!(self, "forgetting everything", |c| {
             let tx = c.transaction().await?;
-            let pins = tx.execute("DELETE FROM pins", &[]).await? as usize;
-            let sessions = tx.execute("DELETE FROM sessions", &[]).await? as usize;
-            tx.execute("DELETE FROM transcript_chunks", &[]).await?;
+            let pins = tx.x("DELETE FROM pins", &[]).await? as usize;
+            let sessions = tx.x("DELETE FROM sessions", &[]).await? as usize;
+            tx.x("DELETE FROM transcript_chunks", &[]).await?;
             tx.commit().await?;
             Ok(Removed {
                 pins,
@@ -143,7 +139,7 @@ impl Pg {
     ) -> Result<Removed> {
         call!(self, "counting what gc would drop", |c| {
             let mut pins: i64 = c
-                .query_one(
+                .q_one(
                     "SELECT COUNT(*) FROM pins WHERE created_at < $1",
                     &[&pins_before],
                 )
@@ -151,7 +147,7 @@ impl Pg {
                 .get(0);
             for s in gone {
                 pins += c
-                    .query_one(
+                    .q_one(
                         "SELECT COUNT(*) FROM pins WHERE session = $1 AND created_at >= $2",
                         &[s, &pins_before],
                     )
@@ -159,7 +155,7 @@ impl Pg {
                     .get::<_, i64>(0);
             }
             let runs: i64 = c
-                .query_one("SELECT COUNT(*) FROM runs WHERE at < $1", &[&runs_before])
+                .q_one("SELECT COUNT(*) FROM runs WHERE at < $1", &[&runs_before])
                 .await?
                 .get(0);
             Ok(Removed {
@@ -180,17 +176,15 @@ impl Pg {
             let tx = c.transaction().await?;
             let mut removed = Removed::default();
             for s in gone {
-                removed.pins += tx
-                    .execute("DELETE FROM pins WHERE session = $1", &[s])
-                    .await? as usize;
+                removed.pins += tx.x("DELETE FROM pins WHERE session = $1", &[s]).await? as usize;
             }
             removed.pins += tx
-                .execute("DELETE FROM pins WHERE created_at < $1", &[&pins_before])
+                .x("DELETE FROM pins WHERE created_at < $1", &[&pins_before])
                 .await? as usize;
-            removed.sessions = tx.execute(ORPHANS, &[]).await? as usize;
-            tx.execute(ORPHAN_TRANSCRIPTS, &[]).await?;
+            removed.sessions = tx.x(ORPHANS, &[]).await? as usize;
+            tx.x(ORPHAN_TRANSCRIPTS, &[]).await?;
             removed.runs = tx
-                .execute("DELETE FROM runs WHERE at < $1", &[&runs_before])
+                .x("DELETE FROM runs WHERE at < $1", &[&runs_before])
                 .await? as usize;
             tx.commit().await?;
             Ok(removed)
