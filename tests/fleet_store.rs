@@ -204,6 +204,13 @@ fn every_query_of_the_store_runs_on_postgres() {
     assert_eq!(s.forget_cwd("/b").unwrap().pins, 1);
     assert_eq!(s.forget_all().unwrap().pins, 0);
     assert_eq!(s.forget_sessions(&[S.to_string()]).unwrap().pins, 0);
+    // Session file scans are kept, and carried on as the file grows.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.jsonl");
+    std::fs::write(&f, "{\"type\":\"user\",\"message\":{\"content\":\"hi\"}}\n").unwrap();
+    assert_eq!(s.scan_of(&f).unwrap(), None);
+    let scan = s.scan(&f).unwrap();
+    assert_eq!(s.scan_of(&f).unwrap(), Some(scan));
     s.vacuum().unwrap();
     let h = s.health().unwrap();
     assert_eq!(h.schema_version, h.schema_expected);

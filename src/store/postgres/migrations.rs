@@ -78,6 +78,10 @@ const MIGRATIONS: &[&str] = &[
             used_at = excluded.used_at;
         RETURN 'taken';
      END $$;",
+    // 2: session file scans (see `store::scans`), keyed by the file's path
+    // on its host; a scan carries a witness of the bytes it read, so another
+    // host's file at the same path starts over rather than carrying it on.
+    "CREATE TABLE scans (path TEXT PRIMARY KEY, scan TEXT NOT NULL, at BIGINT NOT NULL);",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

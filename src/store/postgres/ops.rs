@@ -431,6 +431,26 @@ impl Pg {
         Ok(())
     }
 
+    pub fn scan_of(&mut self, path: &str) -> Result<Option<String>> {
+        let row = call!(self, "reading a session file's scan", |c| {
+            c.q_opt("SELECT scan FROM scans WHERE path = $1", &[&path])
+                .await
+        })?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    pub fn save_scan(&mut self, path: &str, scan: &str, now: i64) -> Result<()> {
+        call!(self, "saving a session file's scan", |c| {
+            c.x(
+                "INSERT INTO scans (path, scan, at) VALUES ($1, $2, $3)
+                 ON CONFLICT (path) DO UPDATE SET scan = excluded.scan, at = excluded.at",
+                &[&path, &scan, &now],
+            )
+            .await
+        })?;
+        Ok(())
+    }
+
     /// A session's transcript chunks, in order, without their bytes.
     pub fn transcript_manifest(&mut self, session: &str) -> Result<Vec<Chunk>> {
         let rows = call!(self, "reading a transcript's chunks", |c| {
