@@ -276,10 +276,10 @@ fn main() {
         for (i, (way, _)) in WAYS.iter().enumerate() {
             // Each way its own conversation (so no way resumes another's).
             let mut history: Vec<(String, String)> = Vec::new();
-            for k in 0..TURNS {
+            for (k, per_turn) in times[i].iter_mut().enumerate() {
                 let q = question(conv * 10 + i, k);
                 let (took, reply) = w.turn(*way, k, &transcript(&history, &q));
-                times[i][k].push(took.as_secs_f64() * 1e3);
+                per_turn.push(took.as_secs_f64() * 1e3);
                 history.push((q, reply));
             }
         }
