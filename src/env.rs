@@ -41,6 +41,9 @@ pub const WARM: &str = "CLAUDE_SHIM_WARM";
 pub const WARM_MAX: &str = "CLAUDE_SHIM_WARM_MAX";
 /// How long a live process may sit idle.
 pub const WARM_TTL: &str = "CLAUDE_SHIM_WARM_TTL";
+/// Where the store lives: `sqlite` (default: `<data dir>/shim.db`) or a
+/// `postgres://…` URL shared by a fleet of replicas.
+pub const STORE: &str = "CLAUDE_SHIM_STORE";
 /// `1`: panic inside the turn's decision (tests prove a panic never reaches
 /// the caller: the turn runs as asked).
 pub const TEST_PANIC: &str = "CLAUDE_SHIM_TEST_PANIC";
@@ -50,6 +53,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         HOME,
         "data directory (default $XDG_DATA_HOME/claude-shim or ~/.local/share/claude-shim)",
+    ),
+    (
+        STORE,
+        "sqlite (default) | postgres://user@host/db: a store shared by replicas (also `store = \"…\"` in <data dir>/config.toml)",
     ),
     (
         REAL,
@@ -146,6 +153,11 @@ pub fn real() -> Option<PathBuf> {
 
 pub fn log_file() -> Option<PathBuf> {
     var_os(LOG).map(PathBuf::from)
+}
+
+/// The store's location as set in the environment (see `store::backend`).
+pub fn store() -> Option<String> {
+    std::env::var(STORE).ok().filter(|v| !v.trim().is_empty())
 }
 
 pub fn dialect() -> Option<String> {

@@ -15,6 +15,7 @@ mod output;
 mod pins;
 pub(crate) mod quote;
 pub mod rc;
+pub mod route_key;
 mod sessions;
 mod stats;
 mod status;
@@ -81,6 +82,7 @@ enum Command {
     Forget(forget::Forget),
     Gc(gc::Gc),
     Completions(completions::Completions),
+    RouteKey(route_key::RouteKey),
     Warm(warm::Warm),
     /// The keeper of live CLIs (started by the shim on demand).
     #[command(hide = true)]
@@ -125,6 +127,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Forget(c) => c,
         Command::Gc(c) => c,
         Command::Completions(c) => c,
+        Command::RouteKey(c) => c,
         Command::Warm(c) => c,
         Command::Keeper(c) => c,
     };
@@ -149,6 +152,10 @@ pub fn main(args: Vec<OsString>) -> ! {
 /// The store, if it exists: commands that only read never create it.
 fn existing_store() -> Result<Option<crate::store::Store>> {
     let dir = crate::env::data_dir().context("no data directory: set CLAUDE_SHIM_HOME or HOME")?;
+    if crate::store::backend::Location::configured(&dir)?.is_shared() {
+        let patience = crate::store::postgres::Patience::Each(std::time::Duration::from_secs(10));
+        return crate::store::Store::open_configured(&dir, patience).map(Some);
+    }
     if !dir.join(crate::store::DB_FILE).exists() {
         return Ok(None);
     }

@@ -134,6 +134,19 @@ pub fn last_assistant_uuid(path: &Path) -> Option<String> {
     from_tail(path, assistant_uuid)
 }
 
+/// The uuid of the last main-thread assistant record in a file's bytes.
+pub fn last_assistant_uuid_in(bytes: &[u8]) -> Option<String> {
+    bytes.split(|&b| b == b'\n').rev().find_map(assistant_uuid)
+}
+
+/// Whether a file's bytes hold a main-thread assistant record `uuid`.
+pub fn has_assistant_uuid(bytes: &[u8], uuid: &str) -> bool {
+    let finder = memchr::memmem::Finder::new(uuid.as_bytes());
+    bytes
+        .split(|&b| b == b'\n')
+        .any(|line| finder.find(line).is_some() && assistant_uuid(line).as_deref() == Some(uuid))
+}
+
 /// The session's running cost as the CLI last saved it (its last
 /// `cost-state` record, written when a process ends), which a resume of it
 /// starts counting from. `Some(0.0)` for a file with none: the CLI then

@@ -29,6 +29,9 @@ pub struct ShimSession {
 impl Store {
     /// Every session with a pin or a lease row, newest pin first.
     pub fn shim_sessions(&self) -> Result<Vec<ShimSession>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.shim_sessions();
+        }
         let now = self.now();
         let mut stmt = self.conn.prepare(
             "WITH latest AS (

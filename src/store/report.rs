@@ -110,6 +110,9 @@ const ORPHAN_SESSIONS: &str =
 impl Store {
     /// Managed turns since `since` (epoch seconds), optionally in one cwd.
     pub fn runs_since(&self, since: i64, cwd: Option<&str>) -> Result<Vec<RunRow>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.runs_since(since, cwd);
+        }
         let mut stmt = self.conn.prepare(
             "SELECT date(at, 'unixepoch', 'localtime'), kind, bytes_in, bytes_sent,
                     input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd
@@ -187,6 +190,9 @@ impl Store {
 
     /// One row per conversation: the newest pin of each session, newest first.
     pub fn latest_pins(&self, cwd: Option<&str>) -> Result<Vec<PinRow>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.latest_pins(cwd);
+        }
         let mut stmt = self.conn.prepare(
             "SELECT p.session, p.cwd, p.turns, p.created_at, COALESCE(p.reply_preview, ''), m.n
              FROM pins p
@@ -210,6 +216,9 @@ impl Store {
 
     /// Sessions that have at least one pin.
     pub fn pinned_sessions(&self) -> Result<Vec<String>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.pinned_sessions();
+        }
         let mut stmt = self
             .conn
             .prepare("SELECT DISTINCT session FROM pins ORDER BY session")?;
@@ -219,6 +228,9 @@ impl Store {
 
     /// Forget these sessions: their pins and session rows.
     pub fn forget_sessions(&mut self, sessions: &[String]) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.forget_sessions(sessions);
+        }
         let tx = self.conn.transaction()?;
         let mut removed = Removed::default();
         for s in sessions {
@@ -231,6 +243,9 @@ impl Store {
 
     /// Forget every conversation pinned in `cwd`.
     pub fn forget_cwd(&mut self, cwd: &str) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.forget_cwd(cwd);
+        }
         let tx = self.conn.transaction()?;
         let pins = tx.execute("DELETE FROM pins WHERE cwd = ?1", [cwd])?;
         let sessions = tx.execute(ORPHAN_SESSIONS, [])?;
@@ -244,6 +259,9 @@ impl Store {
 
     /// Forget all pins and sessions (the runs log stays for `stats`).
     pub fn forget_all(&mut self) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.forget_all();
+        }
         let tx = self.conn.transaction()?;
         let pins = tx.execute("DELETE FROM pins", [])?;
         let sessions = tx.execute("DELETE FROM sessions", [])?;
@@ -262,6 +280,9 @@ impl Store {
         pins_before: i64,
         runs_before: i64,
     ) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.count_prunable(gone, pins_before, runs_before);
+        }
         let mut pins: usize = self.conn.query_row(
             "SELECT COUNT(*) FROM pins WHERE created_at < ?1",
             [pins_before],
@@ -295,6 +316,9 @@ impl Store {
         pins_before: i64,
         runs_before: i64,
     ) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.prune(gone, pins_before, runs_before);
+        }
         let tx = self.conn.transaction()?;
         let mut removed = Removed::default();
         for s in gone {
@@ -309,6 +333,9 @@ impl Store {
 
     /// Give freed pages back to the file system.
     pub fn vacuum(&self) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.vacuum();
+        }
         self.conn.execute_batch("VACUUM")?;
         // WAL mode: fold the log back so the size on disk shrinks now.
         self.conn
@@ -329,15 +356,19 @@ impl Store {
         .with_context(|| format!("opening {}", path.display()))?;
         conn.busy_timeout(std::time::Duration::from_secs(2))?;
         Ok(Store {
-            conn,
+            conn: super::Sqlite(Some(conn)),
             path: path.to_path_buf(),
             clock: std::sync::Arc::new(super::now),
+            shared: None,
         })
     }
 
     /// `PRAGMA quick_check` and the schema version. A damaged file reports
     /// here or fails here.
     pub fn health(&self) -> Result<Health> {
+        if let Some(mut pg) = self.pg() {
+            return pg.health();
+        }
         let mut stmt = self.conn.prepare("PRAGMA quick_check")?;
         let problems: Vec<String> = stmt
             .query_map([], |r| r.get(0))?

@@ -571,6 +571,10 @@ fn execute(
             engine: launch.engine(),
         })
         .unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
+    // A fleet: what the run added to its session travels, before the lease goes.
+    if succeeded || matches!(kind, Kind::Resumed) {
+        crate::fleet::after_run(&place, plan.target_session());
+    }
     recorder.finish();
     sweep_ephemeral(&place);
     finished.exit

@@ -136,7 +136,12 @@ pub fn serve(cfg: Config) -> Result<()> {
         );
     }
     let mut k = Keeper {
-        store: Store::open_in(&cfg.dir).ok(),
+        // The store the turns use (a fleet's leases and heads are shared).
+        store: Store::open_configured(
+            &cfg.dir,
+            crate::store::postgres::Patience::Each(Duration::from_secs(2)),
+        )
+        .ok(),
         cfg,
         entries: HashMap::new(),
         conns: HashMap::new(),
