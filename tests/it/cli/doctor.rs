@@ -2,9 +2,8 @@
 //! a fix) for each kind of breakage: no real claude, the shim not first on
 //! PATH once installed, a damaged database, loose permissions.
 
-mod cli_support;
 
-use cli_support::{ok, run, stdout, Sandbox};
+use crate::support::{ok, run, Input, Sandbox};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
@@ -23,7 +22,7 @@ fn doctor(s: &Sandbox, first: &[&std::path::Path], args: &[&str]) -> Command {
 }
 
 fn good(s: &Sandbox) -> Command {
-    doctor(s, &[&s.shim_dir(), &s.real_dir], &[])
+    doctor(s, &[&s.shim_dir(), &s.real_bin], &[])
 }
 
 fn line<'a>(out: &'a str, name: &str) -> &'a str {
@@ -41,7 +40,7 @@ fn a_good_setup_passes_and_names_what_it_found() {
     assert!(path.starts_with("ok"), "{out}");
     assert!(path.contains("is the shim"), "{out}");
     let real = line(&out, "real claude");
-    assert!(real.contains(&s.fake().display().to_string()), "{out}");
+    assert!(real.contains(&s.real_claude().display().to_string()), "{out}");
     assert!(real.contains("2.1.330"), "{out}");
     assert!(
         line(&out, "capabilities").contains("resume, fork-session, session-id"),
@@ -59,7 +58,7 @@ fn a_good_setup_passes_and_names_what_it_found() {
 fn json_is_a_full_report() {
     let s = installed();
     drop(s.store());
-    let out = ok(doctor(&s, &[&s.shim_dir(), &s.real_dir], &["--json"]));
+    let out = ok(doctor(&s, &[&s.shim_dir(), &s.real_bin], &["--json"]));
     let v: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["ok"], true);
     assert_eq!(v["facts"]["path_claude_is_shim"], true);
@@ -75,8 +74,8 @@ fn json_is_a_full_report() {
 #[test]
 fn no_real_claude_fails_with_a_fix() {
     let s = installed();
-    let o = run(doctor(&s, &[&s.shim_dir()], &[]));
-    let out = stdout(&o);
+    let o = run(doctor(&s, &[&s.shim_dir()], &[]), Input::Null);
+    let out = o.out();
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(line(&out, "real claude").starts_with("FAIL"), "{out}");
     assert!(out.contains("fix: install Claude Code"), "{out}");
@@ -85,8 +84,8 @@ fn no_real_claude_fails_with_a_fix() {
 #[test]
 fn shim_behind_the_real_claude_fails_once_installed() {
     let s = installed();
-    let o = run(doctor(&s, &[&s.real_dir, &s.shim_dir()], &[]));
-    let out = stdout(&o);
+    let o = run(doctor(&s, &[&s.real_bin, &s.shim_dir()], &[]), Input::Null);
+    let out = o.out();
     assert_eq!(o.status.code(), Some(1), "{out}");
     let path = line(&out, "claude on PATH");
     assert!(path.starts_with("FAIL"), "{out}");
@@ -95,8 +94,8 @@ fn shim_behind_the_real_claude_fails_once_installed() {
 
     // Not installed (alias mode): only a warning.
     let s = Sandbox::new();
-    let o = run(doctor(&s, &[&s.real_dir], &[]));
-    let out = stdout(&o);
+    let o = run(doctor(&s, &[&s.real_bin], &[]), Input::Null);
+    let out = o.out();
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(line(&out, "claude on PATH").starts_with("warn"), "{out}");
 }
@@ -118,8 +117,8 @@ fn a_damaged_database_fails() {
     bytes[len / 2..].fill(0xA5);
     bytes[..16].copy_from_slice(b"not a database!!");
     std::fs::write(&db, bytes).unwrap();
-    let o = run(good(&s));
-    let out = stdout(&o);
+    let o = run(good(&s), Input::Null);
+    let out = o.out();
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(line(&out, "database").starts_with("FAIL"), "{out}");
     assert!(out.contains("shim.db.broken"), "{out}");
@@ -130,8 +129,8 @@ fn loose_permissions_fail() {
     let s = installed();
     let db = s.store().path.clone();
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let o = run(good(&s));
-    let out = stdout(&o);
+    let o = run(good(&s), Input::Null);
+    let out = o.out();
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
         out.contains(&format!("chmod 600 {}", db.display())),
@@ -139,12 +138,12 @@ fn loose_permissions_fail() {
     );
 
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
-    std::fs::set_permissions(&s.data, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let o = run(good(&s));
-    let out = stdout(&o);
+    std::fs::set_permissions(&s.shim_home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = run(good(&s), Input::Null);
+    let out = o.out();
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
-        out.contains(&format!("chmod 700 {}", s.data.display())),
+        out.contains(&format!("chmod 700 {}", s.shim_home.display())),
         "{out}"
     );
 }
@@ -155,7 +154,7 @@ fn shows_guard_and_recent_errors_without_failing() {
     let lines: String = (1..=8)
         .map(|i| format!("1700000000 failure number {i}\n"))
         .collect();
-    std::fs::write(s.data.join("errors.log"), lines).unwrap();
+    std::fs::write(s.shim_home.join("errors.log"), lines).unwrap();
     let mut cmd = good(&s);
     cmd.env("CLAUDE_SHIM_GUARD", "2:4242");
     let out = ok(cmd);
@@ -174,5 +173,5 @@ fn doctor_never_creates_the_database() {
     let s = installed();
     let out = ok(good(&s));
     assert!(line(&out, "database").contains("not created yet"), "{out}");
-    assert!(!s.data.join("shim.db").exists());
+    assert!(!s.shim_home.join("shim.db").exists());
 }

@@ -6,10 +6,9 @@
 //! The shim may add arguments of its own (`--session-id …`) to managed runs, so
 //! argv is only checked to contain the caller's arguments in order.
 
-#[path = "fixtures/harness.rs"]
-mod harness;
 
-use harness::*;
+use crate::support::process::*;
+use crate::support::sandbox::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::{Read, Write};
@@ -22,7 +21,7 @@ const PRINT: &[&str] = &["-p", "hello"];
 #[test]
 fn exit_codes_match() {
     for code in [0, 1, 2, 42, 255] {
-        let w = World::new();
+        let w = Sandbox::scripted();
         let code_s = code.to_string();
         let env = [
             ("FAKE_EXIT", code_s.as_str()),
@@ -38,7 +37,7 @@ fn exit_codes_match() {
 #[test]
 fn child_death_by_signal_is_reproduced() {
     for (name, sig) in [("TERM", 15), ("INT", 2), ("HUP", 1), ("KILL", 9)] {
-        let w = World::new();
+        let w = Sandbox::scripted();
         let env = [("FAKE_SIGNAL", name), ("FAKE_STDOUT", "partial")];
         let (shim, direct) = both(&w, PRINT, &env, || Input::Null);
         assert_eq!(
@@ -52,7 +51,7 @@ fn child_death_by_signal_is_reproduced() {
 
 #[test]
 fn caller_arguments_reach_the_child_in_order() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let argv = w.file("argv");
     let args = [
         "--model",
@@ -109,11 +108,11 @@ fn signal_midway(mut cmd: Command, marker: &std::path::Path, sig: Signal, mode: 
 }
 
 fn check_forwarded(args: &[&str], sig: Signal, mode: &str) {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let (ms, md) = (w.file("marker-shim"), w.file("marker-direct"));
     let mut shim_cmd = w.shim();
     shim_cmd.args(args);
-    let mut direct_cmd = w.direct();
+    let mut direct_cmd = w.direct(NO_ARGS);
     direct_cmd.args(args);
     let shim = signal_midway(shim_cmd, &ms, sig, mode);
     let direct = signal_midway(direct_cmd, &md, sig, mode);
@@ -196,8 +195,8 @@ fn ctrl_c_on_the_terminal_reaches_the_child_once() {
         let marker = std::fs::read_to_string(marker).unwrap_or_default();
         ((status.code(), status.signal()), marker)
     };
-    let w = World::new();
-    let direct = on_pty(w.direct(), &w.file("marker-direct"));
+    let w = Sandbox::scripted();
+    let direct = on_pty(w.direct(NO_ARGS), &w.file("marker-direct"));
     let shim = on_pty(w.shim(), &w.file("marker-shim"));
     assert_eq!(
         direct,
@@ -222,7 +221,7 @@ fn signals_are_forwarded_in_sdk_mode_too() {
 
 #[test]
 fn sigkill_of_shim_leaves_no_orphan() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let pidfile = w.file("fake.pid");
     let mut cmd = w.shim();
     cmd.args(PRINT)
@@ -256,7 +255,7 @@ fn sigkill_of_shim_leaves_no_orphan() {
 /// would have ended. Either the shim dies by it or it delivers it to the child.
 #[test]
 fn sigterm_during_shim_startup_is_not_lost() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let marker = w.file("marker");
     let mut cmd = w.shim();
     cmd.args(PRINT)
@@ -291,7 +290,7 @@ fn sigterm_during_shim_startup_is_not_lost() {
 fn signal_while_shim_reads_the_prompt_from_stdin_is_not_lost() {
     let mut problems = Vec::new();
     for sig in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-        let w = World::new();
+        let w = Sandbox::scripted();
         let mut cmd = w.shim();
         cmd.arg("-p")
             .env("FAKE_STDIN_SHA", "1")
@@ -316,7 +315,7 @@ fn signal_while_shim_reads_the_prompt_from_stdin_is_not_lost() {
 /// SIGKILL while the shim probes the real binary leaves no process behind.
 #[test]
 fn sigkill_of_shim_during_startup_leaves_no_orphan() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let pidfile = w.file("probe.pid");
     let mut cmd = w.shim();
     cmd.args(PRINT)
@@ -377,7 +376,7 @@ fn fill(r: &mut impl Read, buf: &mut [u8]) -> usize {
 #[test]
 fn one_gib_of_stdout_is_byte_exact() {
     const SIZE: u64 = 1 << 30;
-    let w = World::new();
+    let w = Sandbox::scripted();
     let start = Instant::now();
     let spawn = |mut cmd: Command| {
         cmd.args(PRINT)
@@ -388,7 +387,7 @@ fn one_gib_of_stdout_is_byte_exact() {
         cmd.spawn().expect("spawn")
     };
     let mut shim = spawn(w.shim());
-    let mut direct = spawn(w.direct());
+    let mut direct = spawn(w.direct(NO_ARGS));
     let shim_err = reader(shim.stderr.take());
     let direct_err = reader(direct.stderr.take());
     let (mut a, mut b) = (shim.stdout.take().unwrap(), direct.stdout.take().unwrap());
@@ -427,7 +426,7 @@ fn one_gib_of_stdout_is_byte_exact() {
 
 #[test]
 fn binary_output_on_both_streams_is_byte_exact() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let env = [
         ("FAKE_ALL_BYTES", "1"),
         ("FAKE_STDERR", r"\xff\xfe\x00 caf\xc3 not utf-8 \x80"),
@@ -444,7 +443,7 @@ fn binary_output_on_both_streams_is_byte_exact() {
 
 #[test]
 fn output_without_trailing_newline() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let env = [("FAKE_STDOUT", "no newline"), ("FAKE_STDERR", "none here")];
     let (shim, direct) = both(&w, PRINT, &env, || Input::Null);
     assert_eq!(direct.stdout, b"no newline");
@@ -453,7 +452,7 @@ fn output_without_trailing_newline() {
 
 #[test]
 fn empty_output() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let (shim, direct) = both(&w, PRINT, &[], || Input::Null);
     assert!(direct.stdout.is_empty() && direct.stderr.is_empty());
     assert_same(&shim, &direct);
@@ -461,7 +460,7 @@ fn empty_output() {
 
 #[test]
 fn first_byte_arrives_while_the_child_still_runs() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let mut cmd = w.shim();
     cmd.args(PRINT)
         .env("FAKE_FIRST_BYTE", "4")
@@ -489,7 +488,7 @@ fn first_byte_arrives_while_the_child_still_runs() {
 
 #[test]
 fn trickling_output_is_passed_on_as_it_comes() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let mut cmd = w.shim();
     cmd.args(PRINT)
         .env("FAKE_TRICKLE", "5")
@@ -521,7 +520,7 @@ fn trickling_output_is_passed_on_as_it_comes() {
         last - first
     );
 
-    let w = World::new();
+    let w = Sandbox::scripted();
     let (shim, direct) = both(&w, PRINT, &[("FAKE_TRICKLE", "3")], || Input::Null);
     assert_same(&shim, &direct);
 }
@@ -531,7 +530,7 @@ fn trickling_output_is_passed_on_as_it_comes() {
 
 #[test]
 fn stdin_dev_null_with_no_prompt() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let (shim, direct) = both(&w, &["-p"], &[("FAKE_STDIN_SHA", "1")], || Input::Null);
     assert_eq!(
         direct.out(),
@@ -557,7 +556,7 @@ fn pseudo_random(len: usize, mut seed: u64) -> Vec<u8> {
 #[test]
 fn huge_stdin_prompt_is_byte_exact() {
     const SIZE: usize = 50_000_000;
-    let w = World::new();
+    let w = Sandbox::scripted();
     let data = pseudo_random(SIZE, 0x9e37_79b9_7f4a_7c15);
     let (shim, direct) = both(&w, &["-p"], &[("FAKE_STDIN_SHA", "1")], || {
         Input::Bytes(data.clone())
@@ -572,7 +571,7 @@ fn huge_stdin_prompt_is_byte_exact() {
 
 #[test]
 fn binary_stdin_prompt_is_byte_exact() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let data = b"\xff\xfe\x00\x80 caf\xc3 \x1b[31m\r\n\xc0\xafend".to_vec();
     let (shim, direct) = both(&w, &["-p"], &[("FAKE_ECHO_STDIN", "1")], || {
         Input::Bytes(data.clone())
@@ -583,7 +582,7 @@ fn binary_stdin_prompt_is_byte_exact() {
 
 #[test]
 fn stdin_next_to_a_positional_prompt_is_left_to_the_child() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let data = b"context on stdin\n\xff\x00".to_vec();
     let (shim, direct) = both(&w, PRINT, &[("FAKE_ECHO_STDIN", "1")], || {
         Input::Bytes(data.clone())
@@ -636,9 +635,9 @@ fn stream_json_session(mut cmd: Command, args: &[&str]) -> (ExitStatus, Vec<u8>,
 }
 
 fn check_stream_json(args: &[&str]) {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let shim = stream_json_session(w.shim(), args);
-    let direct = stream_json_session(w.direct(), args);
+    let direct = stream_json_session(w.direct(NO_ARGS), args);
     let want = format!("echo: {CONTROL}\necho: {USER1}\necho: {USER2}\n");
     assert_eq!(String::from_utf8_lossy(&direct.1), want, "the fake itself");
     assert_eq!(
@@ -674,7 +673,7 @@ fn stream_json_sdk_mode_forwards_stdin_live() {
 
 #[test]
 fn stream_json_input_ending_before_a_user_message() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let args = [
         "-p",
         "--input-format",

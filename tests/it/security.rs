@@ -15,14 +15,13 @@
 //!   last reply never lands in its session. Checked on what the fake "model"
 //!   saw: exactly the transcript the caller sent, turn for turn.
 
-#[path = "fixtures/harness.rs"]
-mod harness;
 
-#[path = "fixtures/chat.rs"]
-mod chat;
 
-use chat::*;
-use harness::*;
+use crate::support::clients::*;
+use crate::support::store::*;
+use crate::support::turns::*;
+use crate::support::process::*;
+use crate::support::sandbox::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -36,8 +35,8 @@ fn mode(path: &Path) -> u32 {
     std::fs::symlink_metadata(path).unwrap().mode() & 0o777
 }
 
-fn primed(w: &World) -> Chat {
-    let mut c = Chat::new(Client::Text);
+fn primed(w: &Sandbox) -> Chat {
+    let mut c = Chat::new(Client::Wrapper);
     say(w, &mut c, &format!("first {}", tag("a", 1)));
     say(w, &mut c, &format!("second {}", tag("a", 2)));
     c
@@ -47,7 +46,7 @@ fn third() -> String {
     format!("third {}", tag("a", 3))
 }
 
-fn runs_count(w: &World) -> usize {
+fn runs_count(w: &Sandbox) -> usize {
     runs(w).len()
 }
 
@@ -60,7 +59,7 @@ fn runs_count(w: &World) -> usize {
 #[test]
 fn data_dir_writable_by_others_is_refused_and_left_alone() {
     for shared in [0o777, 0o770, 0o1777] {
-        let w = World::new();
+        let w = Sandbox::new();
         let c = primed(&w);
         let before = runs_count(&w);
         let victim = w.file("victim");
@@ -92,7 +91,7 @@ fn data_dir_writable_by_others_is_refused_and_left_alone() {
 #[test]
 fn shared_database_is_refused_with_a_note_in_errors_log() {
     for shared in [0o644, 0o660, 0o606] {
-        let w = World::new();
+        let w = Sandbox::new();
         let c = primed(&w);
         let before = runs_count(&w);
         chmod(&db_path(&w), shared);
@@ -114,7 +113,7 @@ fn shared_database_is_refused_with_a_note_in_errors_log() {
 /// directory): refused, untouched, nothing created in it.
 #[test]
 fn data_dir_or_database_of_another_user_is_refused() {
-    let w = World::new();
+    let w = Sandbox::new();
     let c = primed(&w);
     let root = nix::unistd::geteuid().is_root();
     // The data directory.
@@ -159,9 +158,9 @@ fn data_dir_or_database_of_another_user_is_refused() {
 /// directory 0700; the database, its WAL files and errors.log 0600.
 #[test]
 fn created_files_are_private_under_any_umask() {
-    let w = World::new();
+    let w = Sandbox::new();
     let home = w.file("data");
-    let mut c = Chat::new(Client::Stream);
+    let mut c = Chat::new(Client::LangChain);
     for k in 1..=2 {
         let mut cmd = shim(&w);
         cmd.env("CLAUDE_SHIM_HOME", &home);
@@ -220,7 +219,7 @@ fn tampered_ids_never_reach_argv() {
     ];
     for column in ["session", "assistant_uuid"] {
         for bad in evil {
-            let w = World::new();
+            let w = Sandbox::new();
             let c = primed(&w);
             {
                 let db = rusqlite::Connection::open(db_path(&w)).unwrap();
@@ -371,7 +370,7 @@ struct Probe {
 }
 
 /// One turn through the shim.
-fn probe_turn(w: &World, chat: &Chat, current: &str, tweak: impl Fn(&mut Command)) -> Probe {
+fn probe_turn(w: &Sandbox, chat: &Chat, current: &str, tweak: impl Fn(&mut Command)) -> Probe {
     let (argv, ctx) = (w.file("argv"), w.file("context"));
     let _ = std::fs::remove_file(&ctx);
     let log = w.file("shim.log");
@@ -414,7 +413,7 @@ fn resumes(argv: &[String]) -> bool {
 /// new session, never the old one.
 #[test]
 fn a_conversation_never_resumes_across_settings() {
-    type Tweak = Box<dyn Fn(&World, &mut Command)>;
+    type Tweak = Box<dyn Fn(&Sandbox, &mut Command)>;
     let settings: Vec<(&str, Tweak, Tweak)> = vec![
         (
             "cwd",
@@ -516,8 +515,8 @@ fn a_conversation_never_resumes_across_settings() {
     ];
     let mut problems = Vec::new();
     for (name, a, b) in &settings {
-        let w = World::new();
-        let mut c = Chat::new(Client::Text);
+        let w = Sandbox::new();
+        let mut c = Chat::new(Client::Wrapper);
         for k in 1..=2 {
             let current = format!("turn {}", tag("a", k));
             let p = probe_turn(&w, &c, &current, |cmd| a(&w, cmd));
@@ -565,8 +564,8 @@ fn a_conversation_never_resumes_across_settings() {
 /// model sees exactly what the caller sent.
 #[test]
 fn knowing_the_opening_without_the_last_reply_never_lands_in_the_session() {
-    let w = World::new();
-    let mut owner = Chat::new(Client::Text);
+    let w = Sandbox::new();
+    let mut owner = Chat::new(Client::Wrapper);
     for k in 1..=3 {
         let current = format!("owner turn {}", tag("o", k));
         let p = probe_turn(&w, &owner, &current, |_| {});
@@ -624,7 +623,7 @@ fn knowing_the_opening_without_the_last_reply_never_lands_in_the_session() {
 /// every turn the model sees exactly the transcript the caller sent.
 #[test]
 fn random_walks_never_show_the_model_anything_else() {
-    let w = World::new();
+    let w = Sandbox::new();
     let other = w.file("other-cwd");
     std::fs::create_dir(&other).unwrap();
     let mut seed: u64 = 0x5eed_1234_abcd_0001;
@@ -636,7 +635,7 @@ fn random_walks_never_show_the_model_anything_else() {
     };
     let mut convs: Vec<Chat> = (0..3)
         .map(|i| {
-            let mut c = Chat::new(Client::Text);
+            let mut c = Chat::new(Client::Wrapper);
             if i == 2 {
                 c.cwd = Some(other.clone());
             }
@@ -708,8 +707,8 @@ fn random_walks_never_show_the_model_anything_else() {
 /// original reply, so resuming it would show the model something else.
 #[test]
 fn an_edited_earlier_reply_is_a_different_conversation() {
-    let w = World::new();
-    let mut c = Chat::new(Client::Text);
+    let w = Sandbox::new();
+    let mut c = Chat::new(Client::Wrapper);
     for k in 1..=3 {
         let current = format!("turn {}", tag("e", k));
         let p = probe_turn(&w, &c, &current, |_| {});

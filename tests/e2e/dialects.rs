@@ -5,33 +5,30 @@
 //! once, the new one once, and no replayed assistant text inside a user
 //! message (one copy of history).
 
-mod support;
 
 use serde_json::{json, Value};
-use support::clients::{self, args, labels, result_event, result_reply, text_reply, Render};
-use support::{describe, run, ApiServer, Sandbox};
+use crate::support::clients::{self, args, labels, result_event, Client};
+use crate::support::{describe, run, ApiServer, Sandbox};
 
 const TURNS: usize = 6;
 
-/// How one client renders a turn: argv, stdin, and where its reply comes from.
-struct Client {
+/// One client, named for the messages it sends.
+struct Case {
     name: &'static str,
-    call: Render,
-    /// The reply the client keeps from the CLI's stdout.
-    reply: fn(&[u8]) -> String,
+    client: Client,
 }
 
 /// Drive `TURNS` turns of `client` through the shim and check every request.
-fn conversation(client: &Client) {
+fn conversation(client: &Case) {
     conversation_on(clients::one_line_server(), client)
 }
 
-fn conversation_on(server: ApiServer, client: &Client) {
-    let sandbox = Sandbox::new(&server);
+fn conversation_on(server: ApiServer, client: &Case) {
+    let sandbox = Sandbox::real(&server);
     let mut history: Vec<(String, String)> = Vec::new();
     for turn in 1..=TURNS {
         let current = format!("{} question {turn} zebra{turn}", client.name);
-        let (argv, stdin) = (client.call)(&history, &current);
+        let (argv, stdin) = client.client.render(&history, &current);
         let out = run(sandbox.shimmed(&argv), &stdin);
         assert!(
             out.status.success(),
@@ -45,7 +42,10 @@ fn conversation_on(server: ApiServer, client: &Client) {
             client.name,
             describe(&out)
         );
-        let reply = (client.reply)(&out.stdout);
+        let reply = client
+            .client
+            .reply(&out.stdout)
+            .unwrap_or_else(|| panic!("{} turn {turn}: no reply: {}", client.name, describe(&out)));
         assert!(
             reply.starts_with(&format!("reply {turn}:")),
             "{} turn {turn}: reply {reply:?}",
@@ -124,19 +124,17 @@ fn conversation_on(server: ApiServer, client: &Client) {
 
 #[test]
 fn openai_wrapper_human_assistant() {
-    conversation(&Client {
+    conversation(&Case {
         name: "wrapper",
-        call: clients::wrapper,
-        reply: text_reply,
+        client: Client::Wrapper,
     });
 }
 
 #[test]
 fn relay_system_line_single_newlines_and_cue() {
-    conversation(&Client {
+    conversation(&Case {
         name: "relay",
-        call: clients::relay,
-        reply: text_reply,
+        client: Client::Relay,
     });
 }
 
@@ -146,74 +144,66 @@ fn relay_system_line_single_newlines_and_cue() {
 fn relay_with_replies_that_quote_role_markers() {
     conversation_on(
         ApiServer::start(),
-        &Client {
+        &Case {
             name: "quoting",
-            call: clients::relay,
-            reply: text_reply,
+            client: Client::Relay,
         },
     );
 }
 
 #[test]
 fn langchain_user_assistant_positional() {
-    conversation(&Client {
+    conversation(&Case {
         name: "langchain",
-        call: clients::langchain,
-        reply: result_reply,
+        client: Client::LangChain,
     });
 }
 
 #[test]
 fn open_design_markdown_headings_stream_json() {
-    conversation(&Client {
+    conversation(&Case {
         name: "opendesign",
-        call: clients::open_design,
-        reply: result_reply,
+        client: Client::OpenDesign,
     });
 }
 
 #[test]
 fn max_api_proxy_previous_response_positional() {
-    conversation(&Client {
+    conversation(&Case {
         name: "maxproxy",
-        call: clients::maxproxy,
-        reply: result_reply,
+        client: Client::MaxProxy,
     });
 }
 
 #[test]
 fn cline_json_messages_array() {
-    conversation(&Client {
+    conversation(&Case {
         name: "cline",
-        call: clients::cline,
-        reply: result_reply,
+        client: Client::Cline,
     });
 }
 
 #[test]
 fn roo_system_prompt_wrapper() {
-    conversation(&Client {
+    conversation(&Case {
         name: "roo",
-        call: clients::roo,
-        reply: result_reply,
+        client: Client::Roo,
     });
 }
 
 #[test]
 fn stream_json_line_per_message() {
-    conversation(&Client {
+    conversation(&Case {
         name: "streamlines",
-        call: clients::stream_lines,
-        reply: result_reply,
+        client: Client::StreamLines,
     });
 }
 
 #[test]
 fn generic_bracket_labels() {
-    conversation(&Client {
+    conversation(&Case {
         name: "bracket",
-        call: clients::bracket,
-        reply: text_reply,
+        client: Client::Bracket,
     });
 }
 
@@ -223,7 +213,7 @@ fn generic_bracket_labels() {
 #[test]
 fn agent_sdk_caller_resume_with_replayed_transcript() {
     let server = clients::one_line_server();
-    let sandbox = Sandbox::new(&server);
+    let sandbox = Sandbox::real(&server);
     let control = r#"{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}"#;
     let mut history: Vec<(String, String)> = Vec::new();
     let mut session: Option<String> = None;

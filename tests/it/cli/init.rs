@@ -3,9 +3,8 @@
 //! the shell's own syntax check, put the shim directory first on PATH exactly
 //! once however often they are sourced, and keep claude's exit status.
 
-mod cli_support;
 
-use cli_support::{ok, run, shell, stderr, stdout, Sandbox};
+use crate::support::{ok, run, shell, Input, Sandbox};
 use std::process::Command;
 
 /// A script that sources `init` twice, then prints PATH and where `claude` is.
@@ -41,7 +40,7 @@ fn check_path_mode(s: &Sandbox, sh: &str) {
     let dir = s.shim_dir().to_string_lossy().into_owned();
     // The shim dir already sits on PATH, behind the real claude: sourcing
     // moves it to the front instead of adding a second copy.
-    let path = format!("{}:{}:{dir}", s.tools.display(), s.real_dir.display());
+    let path = format!("{}:{}:{dir}", s.tools.display(), s.real_bin.display());
     let out = ok(in_shell(s, sh, &path, &twice(sh, "")));
     let mut lines = out.lines();
     let new_path = lines.next().unwrap_or_default();
@@ -51,7 +50,7 @@ fn check_path_mode(s: &Sandbox, sh: &str) {
         [
             dir.as_str(),
             &s.tools.to_string_lossy(),
-            &s.real_dir.to_string_lossy()
+            &s.real_bin.to_string_lossy()
         ],
         "{sh}: PATH after sourcing twice"
     );
@@ -108,25 +107,25 @@ fn check_status(sh: &str, mode: &str) {
     let path = format!(
         "{}:{}:/usr/bin:/bin",
         s.tools.display(),
-        s.real_dir.display()
+        s.real_bin.display()
     );
     for code in ["0", "3"] {
         let mut cmd = in_shell(&s, sh, &path, &status_script(sh, mode));
         cmd.env("FAKE_EXIT", code);
         if mode == "alias" {
-            cmd.env("CLAUDE_SHIM_REAL", s.fake());
+            cmd.env("CLAUDE_SHIM_REAL", s.real_claude());
         }
-        let o = run(cmd);
-        let out = stdout(&o);
+        let o = run(cmd, Input::Null);
+        let out = o.out();
         assert!(
             out.contains("args: mcp list"),
             "{sh} {mode}: {out}\n{}",
-            stderr(&o)
+            o.err()
         );
         assert!(
             out.contains(&format!("status={code}")),
             "{sh} {mode}: exit status {code} lost: {out}\n{}",
-            stderr(&o)
+            o.err()
         );
     }
 }
@@ -159,13 +158,13 @@ fn alias_mode_replaces_an_old_alias_and_leaves_path_alone() {
     let path = format!(
         "{}:{}:/usr/bin:/bin",
         s.tools.display(),
-        s.real_dir.display()
+        s.real_bin.display()
     );
     let script = "shopt -s expand_aliases\nalias claude='echo OLD-ALIAS'\n\
                   eval \"$(claude-shim init bash --mode alias)\"\n\
                   claude mcp list\nprintf '%s\\n' \"$PATH\"";
     let mut cmd = in_shell(&s, "bash", &path, script);
-    cmd.env("CLAUDE_SHIM_REAL", s.fake());
+    cmd.env("CLAUDE_SHIM_REAL", s.real_claude());
     let out = ok(cmd);
     assert!(!out.contains("OLD-ALIAS"), "{out}");
     assert!(out.contains("args: mcp list"), "{out}");
@@ -201,12 +200,12 @@ fn printed_scripts_pass_shellcheck_and_syntax_checks() {
             let o = run({
                 s.env(&mut check);
                 check
-            });
+            }, Input::Null);
             assert!(
                 o.status.success(),
                 "{sh} {mode} script fails its check:\n{}{}\n{script}",
-                stdout(&o),
-                stderr(&o)
+                o.out(),
+                o.err()
             );
         }
     }
@@ -217,14 +216,14 @@ fn printed_scripts_pass_shellcheck_and_syntax_checks() {
         c.arg(format!("{shell_dir}/path.bash"))
             .arg(format!("{shell_dir}/alias.bash"));
         c
-    });
-    assert!(o.status.success(), "{}", stdout(&o));
+    }, Input::Null);
+    assert!(o.status.success(), "{}", o.out());
 }
 
 #[test]
 fn unknown_shell_is_refused() {
     let s = Sandbox::new();
-    let o = run(s.cli(&["init", "tcsh"]));
+    let o = run(s.cli(&["init", "tcsh"]), Input::Null);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("bash"), "{}", stderr(&o));
+    assert!(o.err().contains("bash"), "{}", o.err());
 }

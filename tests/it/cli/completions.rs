@@ -1,9 +1,8 @@
 //! `claude-shim completions <shell>` prints scripts each shell accepts, naming
 //! every subcommand; `--help` lists every environment variable.
 
-mod cli_support;
 
-use cli_support::{ok, run, shell, stderr, stdout, Sandbox};
+use crate::support::{ok, run, shell, Input, Sandbox};
 use std::process::Command;
 
 const SUBCOMMANDS: &[&str] = &[
@@ -32,8 +31,8 @@ fn completion_scripts_load_in_their_shells() {
         let mut cmd = Command::new(shell(sh));
         s.env(&mut cmd);
         cmd.arg(check).arg(&file);
-        let o = run(cmd);
-        assert!(o.status.success(), "{sh}: {}{}", stdout(&o), stderr(&o));
+        let o = run(cmd, Input::Null);
+        assert!(o.status.success(), "{sh}: {}{}", o.out(), o.err());
     }
     // bash: sourcing it registers the completion for claude-shim.
     let mut cmd = Command::new(shell("bash"));

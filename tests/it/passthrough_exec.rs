@@ -2,10 +2,10 @@
 //! the recursion guard, the bypass switch, a terminal, and the management face.
 //! The real claude is the fake CLI in `tests/fixtures/fake-claude`.
 
-#[path = "fixtures/harness.rs"]
-mod harness;
 
-use harness::*;
+use crate::support::process::*;
+use crate::support::sandbox::*;
+use crate::support::shim_exe;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
@@ -18,7 +18,7 @@ const PASS_THROUGH: &[&[&str]] = &[&["hello"], &["--version"], &["mcp", "list"],
 fn exit_codes_match() {
     for args in PASS_THROUGH {
         for code in [0, 1, 2, 42, 255] {
-            let w = World::new();
+            let w = Sandbox::scripted();
             let code_s = code.to_string();
             let env = [
                 ("FAKE_EXIT", code_s.as_str()),
@@ -36,7 +36,7 @@ fn exit_codes_match() {
 #[test]
 fn child_death_by_signal_is_the_same() {
     for (name, sig) in [("TERM", 15), ("INT", 2), ("HUP", 1), ("KILL", 9)] {
-        let w = World::new();
+        let w = Sandbox::scripted();
         let env = [("FAKE_SIGNAL", name), ("FAKE_STDOUT", "partial")];
         let (shim, direct) = both(&w, &["hello"], &env, || Input::Null);
         assert_eq!(
@@ -52,7 +52,7 @@ fn child_death_by_signal_is_the_same() {
 /// untouched (still readable by the real CLI).
 #[test]
 fn pass_through_is_an_exec_with_argv_unchanged() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let (argv, pid) = (w.file("argv"), w.file("pid"));
     let args = [
         "--model",
@@ -93,7 +93,7 @@ fn pass_through_is_an_exec_with_argv_unchanged() {
 
 #[test]
 fn sigterm_to_shim_in_pass_through_is_the_childs() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let marker = w.file("marker");
     let mut cmd = w.shim();
     cmd.arg("hello")
@@ -116,7 +116,7 @@ fn sigterm_to_shim_in_pass_through_is_the_childs() {
 
 #[test]
 fn bypass_execs_with_argv_unchanged() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let (argv, pid) = (w.file("argv"), w.file("pid"));
     // A managed invocation, which the shim would otherwise run itself.
     let args = ["-p", "--output-format", "json", "hello"];
@@ -161,9 +161,9 @@ fn interactive_on_a_terminal_inherits_the_tty() {
         let status = wait_timeout(&mut child, TIMEOUT).expect("exits");
         (status.code(), out.finish(Duration::from_secs(10)))
     };
-    let w = World::new();
+    let w = Sandbox::scripted();
     let shim = run_on_pty(w.shim());
-    let direct = run_on_pty(w.direct());
+    let direct = run_on_pty(w.direct(NO_ARGS));
     assert_eq!(
         String::from_utf8_lossy(&direct.1),
         "stdin=tty stdout=tty stderr=tty\r\n",
@@ -211,7 +211,7 @@ const GUARD_CASES: &[&[&str]] = &[&["-p", "hello"], &["--version"], &["hello"]];
 fn recursion_guard_real_is_the_shim_link() {
     let mut problems = Vec::new();
     for args in GUARD_CASES {
-        let w = World::new();
+        let w = Sandbox::scripted();
         let mut cmd = w.shim();
         cmd.args(*args).env("CLAUDE_SHIM_REAL", &w.claude);
         let ran = run(cmd, Input::Null);
@@ -227,9 +227,9 @@ fn recursion_guard_real_is_the_shim_link() {
 fn recursion_guard_real_is_the_shim_binary() {
     let mut problems = Vec::new();
     for args in GUARD_CASES {
-        let w = World::new();
+        let w = Sandbox::scripted();
         let mut cmd = w.shim();
-        cmd.args(*args).env("CLAUDE_SHIM_REAL", SHIM);
+        cmd.args(*args).env("CLAUDE_SHIM_REAL", shim_exe());
         let ran = run(cmd, Input::Null);
         problems.push(refusal_problem(
             &ran,
@@ -241,15 +241,15 @@ fn recursion_guard_real_is_the_shim_binary() {
 
 #[test]
 fn recursion_guard_copy_of_the_shim_on_path() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let other = w.file("other");
     std::fs::create_dir(&other).unwrap();
-    std::fs::copy(SHIM, other.join("claude")).unwrap();
+    std::fs::copy(shim_exe(), other.join("claude")).unwrap();
     std::fs::set_permissions(other.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = std::env::join_paths([&w.bin, &other]).unwrap();
     let mut problems = Vec::new();
     for args in GUARD_CASES {
-        let mut cmd = w.shim_without_real();
+        let mut cmd = w.shim();
         cmd.args(*args).env("PATH", &path);
         let ran = run(cmd, Input::Null);
         problems.push(refusal_problem(
@@ -263,8 +263,8 @@ fn recursion_guard_copy_of_the_shim_on_path() {
 #[test]
 fn no_real_claude_on_path() {
     for args in GUARD_CASES {
-        let w = World::new();
-        let mut cmd = w.shim_without_real();
+        let w = Sandbox::scripted();
+        let mut cmd = w.shim();
         cmd.args(*args).env("PATH", &w.bin);
         let ran = run(cmd, Input::Null);
         assert_eq!(ran.how(), (Some(127), None), "{args:?}: {}", ran.err());
@@ -280,7 +280,7 @@ fn no_real_claude_on_path() {
 
 #[test]
 fn real_override_naming_nothing() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let mut cmd = w.shim();
     cmd.args(["-p", "hello"])
         .env("CLAUDE_SHIM_REAL", w.file("missing"));
@@ -296,7 +296,7 @@ fn real_override_naming_nothing() {
 
 #[test]
 fn real_claude_found_on_path_after_the_shim() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let real_dir = w.file("real");
     std::fs::create_dir(&real_dir).unwrap();
     std::os::unix::fs::symlink(FAKE, real_dir.join("claude")).unwrap();
@@ -306,7 +306,7 @@ fn real_claude_found_on_path_after_the_shim() {
     ));
     let path = std::env::join_paths(dirs).unwrap();
     for args in [&["-p", "hello"][..], &["hello"]] {
-        let mut cmd = w.shim_without_real();
+        let mut cmd = w.shim();
         cmd.args(args)
             .env("PATH", &path)
             .env("FAKE_STDOUT", "from the fake\n")
@@ -351,7 +351,7 @@ fn env_vars_in_sources() -> Vec<String> {
 
 #[test]
 fn manager_help_lists_every_env_var() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let mut cmd = w.manager();
     cmd.arg("--help");
     let ran = run(cmd, Input::Null);
@@ -370,7 +370,7 @@ fn manager_help_lists_every_env_var() {
 
 #[test]
 fn manager_run_behaves_as_the_shim() {
-    let w = World::new();
+    let w = Sandbox::scripted();
     let argv = w.file("argv");
     let env = [("FAKE_STDOUT", "hi there\n"), ("FAKE_EXIT", "5")];
     let mut cmd = w.manager();
@@ -380,7 +380,7 @@ fn manager_run_behaves_as_the_shim() {
         cmd.env(k, v);
     }
     let shim = run(cmd, Input::Null);
-    let mut direct = w.direct();
+    let mut direct = w.direct(NO_ARGS);
     direct.args(["-p", "hello"]);
     for (k, v) in env {
         direct.env(k, v);

@@ -26,19 +26,17 @@
 //! file holding two continuations of one message, no lease left behind.
 //! Sequential load (1,000 turns) is `tests/soak.rs`.
 
-#[path = "fixtures/harness.rs"]
-mod harness;
 
-#[path = "fixtures/chat.rs"]
-mod chat;
 
-mod support;
 
-use chat::ack;
+use crate::support::process::run;
+use crate::support::sandbox::{session_files, Sandbox};
+use crate::support::turns::ack;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use crate::support::Ran;
+use std::process::Command;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -122,7 +120,7 @@ struct Call {
     conv: usize,
     current: String,
     expected: String,
-    out: Output,
+    out: Ran,
     elapsed: Duration,
 }
 
@@ -131,7 +129,7 @@ fn storm(
     convs: &[Conv],
     calls: &[(usize, String)],
     command: &(dyn Fn(&Conv) -> Command + Sync),
-    runner: &(dyn Fn(Command, &[u8]) -> Output + Sync),
+    runner: &(dyn Fn(Command, &[u8]) -> Ran + Sync),
 ) -> Vec<Call> {
     let barrier = Barrier::new(calls.len());
     std::thread::scope(|s| {
@@ -264,7 +262,7 @@ fn records(file: &Path) -> Vec<(String, Option<String>, String)> {
 /// Session files, pins, heads and leases agree; no session file holds two
 /// continuations of one message (what two in-place writers would leave).
 fn check_consistency(home: &Path, shim_home: &Path) -> Result<(), String> {
-    let files = chat::session_files(home);
+    let files = session_files(home);
     let mut problems = Vec::new();
     for f in &files {
         let recs = records(f);
@@ -413,7 +411,7 @@ struct Scenario<'a> {
     branches: usize,
     depth: usize,
     command: &'a (dyn Fn(&Conv) -> Command + Sync),
-    runner: &'a (dyn Fn(Command, &[u8]) -> Output + Sync),
+    runner: &'a (dyn Fn(Command, &[u8]) -> Ran + Sync),
     shim_home: &'a Path,
     home: &'a Path,
 }
@@ -528,12 +526,12 @@ impl Scenario<'_> {
 /// See the module doc: 32 real CLIs at once (64 with `LOAD_REAL_BRANCHES=16`).
 #[test]
 fn storm_real_cli() {
-    let server = support::ApiServer::start();
+    let server = crate::support::ApiServer::start();
     server.set_reply(|req| {
         let tags: Vec<String> = req.user_texts().iter().flat_map(|t| tags_in(t)).collect();
         ack(&tags)
     });
-    let mut sb = support::Sandbox::new(&server);
+    let mut sb = crate::support::Sandbox::real(&server);
     let log = sb.root.join("shim.log");
     sb.set_env("CLAUDE_SHIM_LOG", &log);
     let all = conversations(&sb.work, &sb.root);
@@ -548,7 +546,7 @@ fn storm_real_cli() {
         cmd.current_dir(&c.cwd);
         cmd
     };
-    let runner = |cmd: Command, stdin: &[u8]| support::run(cmd, stdin);
+    let runner = |cmd: Command, stdin: &[u8]| crate::support::run(cmd, stdin);
     Scenario {
         label: "real CLI",
         convs,
@@ -574,27 +572,20 @@ fn storm_real_cli() {
 /// session file as a writer for 0.3 s and notes a second writer.
 #[test]
 fn storm_fake_cli() {
-    let w = harness::World::new();
+    let w = Sandbox::new();
     let one = w.root.join("one");
     std::fs::create_dir_all(&one).unwrap();
     let convs = conversations(&one, &w.root);
     let fake_runs = w.file("fake-runs.jsonl");
     let command = |c: &Conv| {
-        let mut cmd = chat::shim(&w);
+        let mut cmd = crate::support::turns::shim(&w);
         cmd.arg("-p")
             .current_dir(&c.cwd)
             .env("FAKE_DELAY", "0.3")
             .env("FAKE_RUNS", &fake_runs);
         cmd
     };
-    let runner = |cmd: Command, stdin: &[u8]| {
-        let ran = harness::run(cmd, harness::Input::Bytes(stdin.to_vec()));
-        Output {
-            status: ran.status,
-            stdout: ran.stdout,
-            stderr: ran.stderr,
-        }
-    };
+    let runner = |cmd: Command, stdin: &[u8]| run(cmd, stdin);
     Scenario {
         label: "fake CLI",
         convs,
@@ -634,7 +625,7 @@ fn storm_fake_cli() {
 #[test]
 fn first_use_by_many_at_once() {
     for attempt in 0..5 {
-        let w = harness::World::new();
+        let w = Sandbox::new();
         let convs: Vec<Conv> = (0..24)
             .map(|i| Conv {
                 name: format!("f{i}"),
@@ -644,29 +635,22 @@ fn first_use_by_many_at_once() {
             })
             .collect();
         let command = |_: &Conv| {
-            let mut cmd = chat::shim(&w);
+            let mut cmd = crate::support::turns::shim(&w);
             cmd.arg("-p");
             cmd
         };
         let calls: Vec<(usize, String)> =
             (0..convs.len()).map(|i| (i, convs[i].user("1"))).collect();
-        let runner = |cmd: Command, stdin: &[u8]| {
-            let ran = harness::run(cmd, harness::Input::Bytes(stdin.to_vec()));
-            Output {
-                status: ran.status,
-                stdout: ran.stdout,
-                stderr: ran.stderr,
-            }
-        };
+        let runner = |cmd: Command, stdin: &[u8]| run(cmd, stdin);
         let done = storm(&convs, &calls, &command, &runner);
-        let context = || chat::context(&w);
+        let context = || crate::support::turns::context(&w);
         check_answers(&done, &context);
         check_no_shim_errors(&w.shim_home)
             .unwrap_or_else(|e| panic!("attempt {attempt}: {e}\n{}", context()));
         let rows = runs(&w.shim_home);
         assert_eq!(rows.len(), convs.len(), "attempt {attempt}: {}", context());
         assert_eq!(
-            chat::pins(&w).len(),
+            crate::support::store::pins(&w).len(),
             convs.len(),
             "attempt {attempt}: {}",
             context()

@@ -15,14 +15,12 @@
 //! its debug log (`CLAUDE_SHIM_LOG`) tell how each turn ran.
 //! Needs the real CLI: run `.ci/install-cli` first (the tests fail, not skip, without it).
 
-mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::sync::Barrier;
 
 use serde_json::Value;
-use support::{describe, run, ApiServer, LoggedRequest, Sandbox};
+use crate::support::{describe, run, ApiServer, LoggedRequest, Ran, Sandbox};
 
 // ---- clients ---------------------------------------------------------------------------
 
@@ -70,7 +68,7 @@ impl Client {
 
     /// The reply as the client reads it, and the session id the output reported
     /// (stream-json only). Checks the stream-json output is one clean, successful run.
-    fn read(self, out: &Output) -> (String, Option<String>) {
+    fn read(self, out: &Ran) -> (String, Option<String>) {
         let stdout = String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8");
         match self {
             Client::Wrapper => (stdout.trim().to_string(), None),
@@ -155,7 +153,7 @@ impl World {
     fn with_replies(numbered: bool) -> World {
         let server = ApiServer::start();
         server.set_reply(move |r| reply_text(r, numbered));
-        let mut sb = Sandbox::new(&server);
+        let mut sb = Sandbox::real(&server);
         let log = sb.root.join("shim.log");
         sb.set_env("CLAUDE_SHIM_LOG", &log);
         World { server, sb }
@@ -254,7 +252,7 @@ struct Conv<'w> {
 /// One finished turn.
 struct Turn {
     prompt: String,
-    out: Output,
+    out: Ran,
     reply: String,
     /// Session id in the stream-json output.
     out_session: Option<String>,
@@ -318,7 +316,7 @@ impl<'w> Conv<'w> {
     }
 
     /// Run the real CLI through the shim for one prompt (no checks).
-    fn exec(&self, prompt: &str) -> Output {
+    fn exec(&self, prompt: &str) -> Ran {
         let (args, stdin) = self.client.invocation(&self.extra, prompt);
         let mut cmd = self.w.sb.shimmed(&args);
         for (k, v) in &self.env {
@@ -1049,7 +1047,7 @@ fn eight_concurrent_branches_from_one_node() {
         .collect();
 
     let barrier = Barrier::new(N);
-    let outputs: Vec<Output> = std::thread::scope(|s| {
+    let outputs: Vec<Ran> = std::thread::scope(|s| {
         let handles: Vec<_> = texts
             .iter()
             .map(|text| {

@@ -9,13 +9,13 @@
 //! property tests (default here: 2,000 per property; 64 for the ones that
 //! start processes).
 
-#[path = "fixtures/harness.rs"]
-mod harness;
 
 use claude_shim::dialect::{self, Detection};
 use claude_shim::invocation::OutputFormat;
 use claude_shim::observe::Observer;
 use claude_shim::prompt::{self, Chunks, Prompt};
+use crate::support::process::{assert_same, both, run, Input};
+use crate::support::sandbox::{Sandbox, NO_ARGS};
 use proptest::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -569,7 +569,7 @@ proptest! {
     /// On stdin (text and stream-json input): the CLI reads the same bytes.
     #[test]
     fn invalid_utf8_stdin_reaches_the_cli_byte_for_byte(bytes in not_utf8(), stream in any::<bool>()) {
-        let w = harness::World::new();
+        let w = Sandbox::scripted();
         let input = if stream {
             let mut line = b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"".to_vec();
             line.extend_from_slice(&bytes);
@@ -583,25 +583,25 @@ proptest! {
         } else {
             &["-p"]
         };
-        let (shim, direct) = harness::both(&w, args, &[("FAKE_ECHO_STDIN", "1")], || {
-            harness::Input::Bytes(input.clone())
+        let (shim, direct) = both(&w, args, &[("FAKE_ECHO_STDIN", "1")], || {
+            Input::Bytes(input.clone())
         });
         prop_assert_eq!(&direct.stdout, &input);
-        harness::assert_same(&shim, &direct);
+        assert_same(&shim, &direct);
     }
 
     /// As the positional prompt: argv reaches the CLI unchanged.
     #[test]
     fn invalid_utf8_argument_reaches_the_cli_byte_for_byte(bytes in not_utf8()) {
-        let w = harness::World::new();
+        let w = Sandbox::scripted();
         let (a_shim, a_direct) = (w.file("argv-shim"), w.file("argv-direct"));
         let prompt = OsString::from_vec(bytes);
         let mut shim = w.shim();
         shim.arg("-p").arg(&prompt).env("FAKE_ARGV_OUT", &a_shim);
-        let mut direct = w.direct();
+        let mut direct = w.direct(NO_ARGS);
         direct.arg("-p").arg(&prompt).env("FAKE_ARGV_OUT", &a_direct);
-        let (s, d) = (harness::run(shim, harness::Input::Null), harness::run(direct, harness::Input::Null));
-        harness::assert_same(&s, &d);
+        let (s, d) = (run(shim, Input::Null), run(direct, Input::Null));
+        assert_same(&s, &d);
         prop_assert_eq!(std::fs::read(&a_shim).unwrap(), std::fs::read(&a_direct).unwrap());
     }
 }

@@ -2,52 +2,26 @@
 //! library: one row per conversation, forgetting by session / cwd / all, and
 //! gc dropping pins whose session files are gone or that are too old.
 
-mod cli_support;
 
-use claude_shim::store::pins::{NewPin, Ownership};
 use claude_shim::store::runs::{Kind, Run, Spent};
-use claude_shim::store::Store;
-use cli_support::{ok, run, stderr, Sandbox};
+use crate::support::store::{count, seed_pin, seed_run};
+use crate::support::{ok, run, Input, Sandbox};
 use serde_json::Value;
 
 const S1: &str = "11111111-1111-4111-8111-111111111111";
 const S2: &str = "22222222-2222-4222-8222-222222222222";
 const S3: &str = "33333333-3333-4333-8333-333333333333";
-const DAY: i64 = 86_400;
-
-/// A store whose clock is `days_ago` back.
-fn aged(store: &Store, days_ago: i64) -> Store {
-    let at = claude_shim::store::now() - days_ago * DAY;
-    Store::open_in(store.path.parent().unwrap())
-        .unwrap()
-        .with_clock(move || at)
-}
-
-fn pin(store: &mut Store, session: &str, cwd: &str, turns: usize, preview: &str, days_ago: i64) {
-    let names: Vec<String> = (1..=turns).map(|k| format!("{session}/{k}")).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mut p = NewPin::of_turns(session, "a", cwd, &names, preview);
-    p.reply_hashes.clear();
-    aged(store, days_ago)
-        .add_pin(&p, Ownership::Kept, "/c")
-        .unwrap();
-}
-
-fn count(s: &Sandbox, sql: &str) -> i64 {
-    s.store().conn.query_row(sql, [], |r| r.get(0)).unwrap()
-}
 
 /// S1: two turns in /a (file present); S2: one turn in /b (file present);
 /// S3: one turn in /b whose session file is gone.
 fn seeded() -> Sandbox {
     let s = Sandbox::new();
-    let mut store = s.store();
-    pin(&mut store, S1, "/a", 1, "first reply", 0);
-    pin(&mut store, S2, "/b", 1, "other\nconversation", 0);
-    pin(&mut store, S1, "/a", 2, "second reply", 0);
-    pin(&mut store, S3, "/b", 1, "lost", 0);
-    s.session_file(S1);
-    s.session_file(S2);
+    seed_pin(&s, S1, "/a", 1, "first reply", 0);
+    seed_pin(&s, S2, "/b", 1, "other\nconversation", 0);
+    seed_pin(&s, S1, "/a", 2, "second reply", 0);
+    seed_pin(&s, S3, "/b", 1, "lost", 0);
+    s.make_session_file(S1);
+    s.make_session_file(S2);
     s
 }
 
@@ -107,11 +81,11 @@ fn forget_one_session() {
         ),
         0
     );
-    let o = run(s.cli(&["forget", S1]));
+    let o = run(s.cli(&["forget", S1]), Input::Null);
     assert_eq!(o.status.code(), Some(1), "unknown session is an error");
-    assert!(stderr(&o).contains("no pins for session"), "{}", stderr(&o));
+    assert!(o.err().contains("no pins for session"), "{}", o.err());
     assert!(
-        s.config().join(format!("projects/-w/{S1}.jsonl")).exists(),
+        s.claude_dir().join(format!("projects/-w/{S1}.jsonl")).exists(),
         "session files stay"
     );
 }
@@ -138,7 +112,7 @@ fn forget_needs_exactly_one_target() {
         &["forget", "--all", S1],
         &["forget", "--all", "--cwd", "/a"],
     ] {
-        let o = run(s.cli(args));
+        let o = run(s.cli(args), Input::Null);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
     }
     assert_eq!(pins_json(&s, &[]).len(), 3, "nothing forgotten");
@@ -148,12 +122,12 @@ fn forget_needs_exactly_one_target() {
 fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
     let s = seeded();
     {
-        let mut store = s.store();
         // S2 also has an old node: past the cutoff, dropped on its own.
-        pin(&mut store, S2, "/b", 2, "old node", 40);
+        seed_pin(&s, S2, "/b", 2, "old node", 40);
         for days_ago in [0, 100] {
-            aged(&store, days_ago)
-                .log_run(&Run {
+            seed_run(
+                &s,
+                &Run {
                     cwd: "/a",
                     kind: Kind::Fresh,
                     why_code: "first-turn",
@@ -164,8 +138,9 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
                     spent: Spent::default(),
                     session: None,
                     conv_key: None,
-                })
-                .unwrap();
+                },
+                days_ago,
+            );
         }
     }
     let dry = ok(s.cli(&["gc", "--dry-run"]));
@@ -197,14 +172,13 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
 fn gc_cutoff_follows_cleanup_period_days_unless_given() {
     let s = Sandbox::new();
     {
-        let mut store = s.store();
-        pin(&mut store, S1, "/a", 1, "", 5);
-        pin(&mut store, S2, "/a", 1, "", 2);
+        seed_pin(&s, S1, "/a", 1, "", 5);
+        seed_pin(&s, S2, "/a", 1, "", 2);
     }
-    s.session_file(S1);
-    s.session_file(S2);
+    s.make_session_file(S1);
+    s.make_session_file(S2);
     std::fs::write(
-        s.config().join("settings.json"),
+        s.claude_dir().join("settings.json"),
         r#"{"cleanupPeriodDays": 3}"#,
     )
     .unwrap();
@@ -219,7 +193,7 @@ fn gc_cutoff_follows_cleanup_period_days_unless_given() {
 fn gc_keeps_pins_when_it_cannot_see_the_session_files() {
     // Another HOME (no projects/ at all): "gone" cannot be told, so only age counts.
     let s = Sandbox::new();
-    pin(&mut s.store(), S1, "/a", 1, "", 0);
+    seed_pin(&s, S1, "/a", 1, "", 0);
     let out = ok(s.cli(&["gc"]));
     assert!(out.contains("not checking for gone session files"), "{out}");
     assert_eq!(sessions(&pins_json(&s, &[])), [S1]);

@@ -11,16 +11,14 @@
 //! `sigkill_of_shim_during_startup_leaves_no_orphan`); a session file deleted
 //! between turns and a resume the real CLI refuses (`tests/e2e_resume.rs`).
 
-#[path = "fixtures/harness.rs"]
-mod harness;
 
-#[path = "fixtures/chat.rs"]
-mod chat;
 
-mod support;
 
-use chat::*;
-use harness::*;
+use crate::support::clients::*;
+use crate::support::store::*;
+use crate::support::turns::*;
+use crate::support::process::*;
+use crate::support::sandbox::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::Read;
@@ -31,7 +29,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// Two turns of conversation `a` through the shim: pinned, resumable.
-fn primed(w: &World, client: Client) -> Chat {
+fn primed(w: &Sandbox, client: Client) -> Chat {
     let mut c = Chat::new(client);
     say(w, &mut c, &format!("first {}", tag("a", 1)));
     say(w, &mut c, &format!("second {}", tag("a", 2)));
@@ -45,7 +43,7 @@ fn third() -> String {
 
 /// The third turn through the shim and directly; both see the whole conversation.
 #[track_caller]
-fn third_turn_is_unharmed(w: &World, c: &Chat, tweak: impl Fn(&mut Command)) -> (Ran, Ran) {
+fn third_turn_is_unharmed(w: &Sandbox, c: &Chat, tweak: impl Fn(&mut Command)) -> (Ran, Ran) {
     let (s, d) = both_chat(w, c, &third(), tweak);
     assert!(d.status.success(), "direct run failed: {}", d.err());
     assert_eq!(
@@ -57,7 +55,7 @@ fn third_turn_is_unharmed(w: &World, c: &Chat, tweak: impl Fn(&mut Command)) -> 
     (s, d)
 }
 
-fn remove_db(w: &World) {
+fn remove_db(w: &Sandbox) {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(w.shim_home.join(format!("shim.db{suffix}")));
     }
@@ -69,8 +67,8 @@ fn remove_db(w: &World) {
 /// the shim notes why in errors.log and leaves the file alone.
 #[test]
 fn corrupt_db_garbage() {
-    for client in [Client::Text, Client::Stream] {
-        let w = World::new();
+    for client in [Client::Wrapper, Client::LangChain] {
+        let w = Sandbox::new();
         let c = primed(&w, client);
         remove_db(&w);
         let garbage: Vec<u8> = (0..64 * 1024).map(|i| (i * 7 % 251) as u8).collect();
@@ -93,8 +91,8 @@ fn corrupt_db_garbage() {
 /// part-way through the turn. Still the caller's turn, unharmed.
 #[test]
 fn corrupt_db_damaged_pages() {
-    for client in [Client::Text, Client::Stream] {
-        let w = World::new();
+    for client in [Client::Wrapper, Client::LangChain] {
+        let w = Sandbox::new();
         let c = primed(&w, client);
         // Fold the WAL into the file, then damage everything past page 1.
         {
@@ -114,8 +112,8 @@ fn corrupt_db_damaged_pages() {
 /// Another process holds the database for 30 s. The shim waits at most a
 /// short while, then runs the turn as without it: the turn must not hang.
 fn locked_db(mode: &str) {
-    let w = World::new();
-    let c = primed(&w, Client::Stream);
+    let w = Sandbox::new();
+    let c = primed(&w, Client::LangChain);
     let path = db_path(&w);
     let (locked_tx, locked_rx) = std::sync::mpsc::channel();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
@@ -160,7 +158,7 @@ fn db_locked_in_exclusive_locking_mode() {
 
 /// Run a command as another user (when the tests run as root, where file
 /// modes restrain nothing): `nobody`, with the whole world owned by it.
-fn as_nobody(w: &World) -> impl Fn(&mut Command) + '_ {
+fn as_nobody(w: &Sandbox) -> impl Fn(&mut Command) + '_ {
     let root = nix::unistd::geteuid().is_root();
     if root {
         chown_tree(&w.root, 65534);
@@ -190,8 +188,8 @@ fn chmod(path: &Path, mode: u32) {
 #[test]
 fn data_dir_read_only() {
     for case in ["no-db", "no-wal", "complete"] {
-        let w = World::new();
-        let c = primed(&w, Client::Text);
+        let w = Sandbox::new();
+        let c = primed(&w, Client::Wrapper);
         match case {
             "no-db" => remove_db(&w),
             "no-wal" => {
@@ -217,8 +215,8 @@ fn data_dir_read_only() {
 /// The database file is read-only (0400, still private).
 #[test]
 fn db_file_read_only() {
-    let w = World::new();
-    let c = primed(&w, Client::Stream);
+    let w = Sandbox::new();
+    let c = primed(&w, Client::LangChain);
     let who = as_nobody(&w);
     chmod(&db_path(&w), 0o400);
     third_turn_is_unharmed(&w, &c, &who);
@@ -248,8 +246,8 @@ fn disk_full() {
         }
     }
     for case in ["new-db", "existing-db"] {
-        for client in [Client::Text, Client::Stream] {
-            let w = World::new();
+        for client in [Client::Wrapper, Client::LangChain] {
+            let w = Sandbox::new();
             let c = primed(&w, client);
             if case == "new-db" {
                 remove_db(&w);
@@ -265,9 +263,9 @@ fn disk_full() {
 /// The data directory is missing (created), cannot be created, or is unset.
 #[test]
 fn data_dir_missing_or_uncreatable() {
-    let w = World::new();
+    let w = Sandbox::new();
     let fresh_home = w.file("not/yet/there");
-    let mut c = Chat::new(Client::Text);
+    let mut c = Chat::new(Client::Wrapper);
     let mut cmd = shim(&w);
     cmd.env("CLAUDE_SHIM_HOME", &fresh_home);
     let input = c.prepare(&mut cmd, &format!("one {}", tag("m", 1)));
@@ -281,7 +279,7 @@ fn data_dir_missing_or_uncreatable() {
     c.keep(&format!("one {}", tag("m", 1)), &ran);
 
     std::fs::write(w.file("a-file"), "x").unwrap();
-    let c2 = primed(&w, Client::Stream);
+    let c2 = primed(&w, Client::LangChain);
     for (name, home) in [
         ("under a file", w.file("a-file/shim")),
         ("in /proc", "/proc/claude-shim-test".into()),
@@ -308,8 +306,8 @@ fn data_dir_missing_or_uncreatable() {
 /// sees one clean answer; the next turn resumes the fallback's session.
 #[test]
 fn session_file_deleted_between_lookup_and_run() {
-    for client in [Client::Text, Client::Stream] {
-        let w = World::new();
+    for client in [Client::Wrapper, Client::LangChain] {
+        let w = Sandbox::new();
         let mut c = primed(&w, client);
         let (s, _) = third_turn_is_unharmed(&w, &c, |cmd| {
             cmd.env("FAKE_RACE_DELETE", "1");
@@ -339,11 +337,11 @@ fn session_file_deleted_between_lookup_and_run() {
 /// The session file's last line is torn (a crash mid-write).
 #[test]
 fn session_file_truncated_mid_line() {
-    for client in [Client::Text, Client::Stream] {
-        let w = World::new();
+    for client in [Client::Wrapper, Client::LangChain] {
+        let w = Sandbox::new();
         let c = primed(&w, client);
         let (session, _, _) = pins(&w).pop().unwrap();
-        let file = session_file(&w.home, &session).unwrap();
+        let file = w.session_file(&session).unwrap();
         let bytes = std::fs::read(&file).unwrap();
         std::fs::write(&file, &bytes[..bytes.len() - 40]).unwrap();
         third_turn_is_unharmed(&w, &c, |_| {});
@@ -369,7 +367,7 @@ fn shell_exit(path: &Path) -> i32 {
 /// execute), a message on stderr, nothing on stdout.
 #[test]
 fn real_binary_missing_or_not_executable() {
-    let w = World::new();
+    let w = Sandbox::new();
     let missing = w.file("no-such-claude");
     let not_exec = w.file("not-executable");
     std::fs::write(&not_exec, "#!/bin/sh\necho hi\n").unwrap();
@@ -404,11 +402,11 @@ fn real_binary_missing_or_not_executable() {
 /// progress): 127 like a shell, and the store stays usable.
 #[test]
 fn real_binary_removed_after_probe() {
-    let w = World::new();
+    let w = Sandbox::new();
     let real = w.file("claude-real");
-    std::fs::copy(FAKE_SESSION, &real).unwrap();
+    std::fs::copy(FAKE, &real).unwrap();
     chmod(&real, 0o755);
-    let mut c = Chat::new(Client::Text);
+    let mut c = Chat::new(Client::Wrapper);
     let mut cmd = w.shim();
     cmd.env("CLAUDE_SHIM_REAL", &real);
     let first = format!("one {}", tag("r", 1));
@@ -423,7 +421,7 @@ fn real_binary_removed_after_probe() {
     let ran = run(cmd, input);
     assert_eq!(ran.how(), (Some(127), None), "{}", ran.err());
     assert!(ran.stdout.is_empty());
-    std::fs::copy(FAKE_SESSION, &real).unwrap();
+    std::fs::copy(FAKE, &real).unwrap();
     chmod(&real, 0o755);
     let mut cmd = w.shim();
     cmd.env("CLAUDE_SHIM_REAL", &real);
@@ -444,11 +442,11 @@ fn real_binary_removed_after_probe() {
 fn cli_killed_mid_stream_pins_nothing() {
     for (stage, sig) in [("init", "KILL"), ("reply", "TERM"), ("start", "HUP")] {
         for third_is_resume in [false, true] {
-            let w = World::new();
+            let w = Sandbox::new();
             let c = if third_is_resume {
-                primed(&w, Client::Stream)
+                primed(&w, Client::LangChain)
             } else {
-                let mut c = Chat::new(Client::Stream);
+                let mut c = Chat::new(Client::LangChain);
                 c.history = vec![
                     (format!("first {}", tag("a", 1)), "ack a.1".into()),
                     (format!("second {}", tag("a", 2)), "ack a.1,a.2".into()),
@@ -480,12 +478,12 @@ fn cli_killed_mid_stream_pins_nothing() {
 fn caller_signal_during_a_resume_attempt_is_not_a_refusal() {
     // The CLI dies by the signal, or handles it and exits 143.
     for (client, term_exit) in [
-        (Client::Text, None),
-        (Client::Stream, None),
-        (Client::Text, Some(143)),
-        (Client::Stream, Some(143)),
+        (Client::Wrapper, None),
+        (Client::LangChain, None),
+        (Client::Wrapper, Some(143)),
+        (Client::LangChain, Some(143)),
     ] {
-        let w = World::new();
+        let w = Sandbox::new();
         let c = primed(&w, client);
         let starts = w.file("starts");
         let mut cmd = shim(&w);
@@ -542,8 +540,8 @@ fn caller_signal_during_a_resume_attempt_is_not_a_refusal() {
 /// is taken over), and the answer is complete.
 #[test]
 fn lease_of_a_killed_shim_is_taken_over() {
-    let w = World::new();
-    let mut c = primed(&w, Client::Stream);
+    let w = Sandbox::new();
+    let mut c = primed(&w, Client::LangChain);
     let starts = w.file("starts");
     let mut cmd = shim(&w);
     cmd.env("FAKE_STARTS", &starts)
@@ -620,13 +618,13 @@ fn read_ten_and_close(mut cmd: Command, stdin: Input) -> (std::process::ExitStat
 #[test]
 fn caller_closing_stdout_early() {
     for env in [("FAKE_FLOOD", "50000000"), ("FAKE_BYTES", "50000000")] {
-        let w = World::new();
+        let w = Sandbox::scripted();
         let run_one = |mut cmd: Command| {
             cmd.args(["-p", "hello"]).env(env.0, env.1);
             read_ten_and_close(cmd, Input::Null)
         };
         let (ss, se) = run_one(w.shim());
-        let (ds, de) = run_one(w.direct());
+        let (ds, de) = run_one(w.direct(NO_ARGS));
         assert_eq!(
             (ss.code(), ss.signal()),
             (ds.code(), ds.signal()),
@@ -645,8 +643,8 @@ fn caller_closing_stdout_early() {
 /// accepts the session (stream-json: the init event; text: the exit).
 #[test]
 fn caller_closing_stdout_early_on_a_resumed_turn() {
-    for client in [Client::Stream, Client::Text] {
-        let w = World::new();
+    for client in [Client::LangChain, Client::Wrapper] {
+        let w = Sandbox::new();
         let c = primed(&w, client);
         let go = |mut cmd: Command| {
             cmd.env("FAKE_REPLY_PAD", "20000000");
@@ -673,10 +671,10 @@ fn caller_closing_stdout_early_on_a_resumed_turn() {
 fn signal_dispositions_reach_the_cli_unchanged() {
     for caller_ignores in [false, true] {
         for args in [&["-p", "hello"][..], &["--version"][..]] {
-            let w = World::new();
+            let w = Sandbox::scripted();
             let env = [("FAKE_SIGNALS", "1"), ("FAKE_ON_VERSION", "1")];
             let mut s = w.shim();
-            let mut d = w.direct();
+            let mut d = w.direct(NO_ARGS);
             for cmd in [&mut s, &mut d] {
                 cmd.args(args).envs(env);
                 if caller_ignores {
@@ -720,10 +718,11 @@ fn standard_signals(masks: &str) -> Vec<(String, u64)> {
 // The same faults where only the real Claude Code CLI can tell what happens.
 
 mod real {
-    use super::chat::{ack, mask_uuids, tag};
-    use super::support::{describe, run, ApiServer, LoggedRequest, Sandbox};
+    use crate::support::turns::{ack, mask_uuids, say, tag};
+    use crate::support::{Chat, Client};
+    use crate::support::{describe, ApiServer, LoggedRequest, Sandbox};
     use std::os::unix::process::ExitStatusExt;
-    use std::process::Output;
+    use crate::support::Ran;
 
     /// Every `<<tag>>` in the user messages the model was sent, in order.
     pub fn tags_seen(req: &LoggedRequest) -> Vec<String> {
@@ -745,47 +744,17 @@ mod real {
     pub fn world() -> (ApiServer, Sandbox) {
         let server = ApiServer::start();
         server.set_reply(|req| ack(&tags_seen(req)));
-        let mut sb = Sandbox::new(&server);
+        let mut sb = Sandbox::real(&server);
         let log = sb.root.join("shim.log");
         sb.set_env("CLAUDE_SHIM_LOG", &log);
         (server, sb)
     }
 
-    /// A `Human:`/`Assistant:` client on stdin with text output.
-    pub struct Wrapper {
-        pub history: Vec<(String, String)>,
-    }
-
-    impl Wrapper {
-        pub fn prompt(&self, current: &str) -> String {
-            let mut parts = Vec::new();
-            for (u, a) in &self.history {
-                parts.push(format!("Human: {u}"));
-                parts.push(format!("Assistant: {a}"));
-            }
-            parts.push(format!("Human: {current}"));
-            parts.join("\n\n")
-        }
-
-        pub fn say(&mut self, sb: &Sandbox, current: &str) -> Output {
-            let out = run(sb.shimmed(["-p"]), self.prompt(current).as_bytes());
-            assert!(
-                out.status.success() && out.stderr.is_empty(),
-                "{}",
-                describe(&out)
-            );
-            let reply = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            self.history.push((current.to_string(), reply));
-            out
-        }
-    }
-
-    pub fn primed(sb: &Sandbox) -> Wrapper {
-        let mut c = Wrapper {
-            history: Vec::new(),
-        };
-        c.say(sb, &format!("first {}", tag("a", 1)));
-        c.say(sb, &format!("second {}", tag("a", 2)));
+    /// A `Human:`/`Assistant:` client on stdin with text output, two turns in.
+    pub fn primed(sb: &Sandbox) -> Chat {
+        let mut c = Chat::new(Client::Wrapper);
+        say(sb, &mut c, &format!("first {}", tag("a", 1)));
+        say(sb, &mut c, &format!("second {}", tag("a", 2)));
         c
     }
 
@@ -800,7 +769,7 @@ mod real {
     /// Through the shim and directly: same status, same bytes (session ids
     /// masked), and both answers show the model saw the whole conversation.
     #[track_caller]
-    pub fn assert_same(sb: &Sandbox, shim: &Output, direct: &Output) {
+    pub fn assert_same(sb: &Sandbox, shim: &Ran, direct: &Ran) {
         let ctx = || {
             format!(
                 "shim:\n{}\ndirect:\n{}\nlog:\n{}",
@@ -864,11 +833,11 @@ fn real_cli_session_file_truncated_mid_line() {
         torn.push_str(&lines[at][..lines[at].len() / 2]);
         std::fs::write(&file, &torn).unwrap();
 
-        let prompt = c.prompt(&real::third());
+        let prompt = c.render(&real::third());
         let before = server.main_requests().len();
-        let shim = support::run(sb.shimmed(["-p"]), prompt.as_bytes());
+        let shim = crate::support::run(sb.shimmed(["-p"]), prompt.as_bytes());
         let shim_requests = server.main_requests()[before..].to_vec();
-        let direct = support::run(sb.direct(["-p"]), prompt.as_bytes());
+        let direct = crate::support::run(sb.direct(["-p"]), prompt.as_bytes());
         real::assert_same(&sb, &shim, &direct);
         assert_eq!(
             String::from_utf8_lossy(&direct.stdout).trim(),
@@ -923,9 +892,9 @@ fn real_cli_session_file_deleted_between_lookup_and_run() {
     let c = real::primed(&sb);
     let session = real::session_of_last_turn(&server);
     std::fs::write(&armed, "").unwrap();
-    let prompt = c.prompt(&real::third());
-    let shim = support::run(sb.shimmed(["-p"]), prompt.as_bytes());
-    let direct = support::run(sb.direct(["-p"]), prompt.as_bytes());
+    let prompt = c.render(&real::third());
+    let shim = crate::support::run(sb.shimmed(["-p"]), prompt.as_bytes());
+    let direct = crate::support::run(sb.direct(["-p"]), prompt.as_bytes());
     real::assert_same(&sb, &shim, &direct);
     assert_eq!(String::from_utf8_lossy(&shim.stdout).trim(), real::whole());
     assert!(
@@ -943,7 +912,7 @@ fn real_cli_caller_closing_stdout_early() {
     let (server, sb) = real::world();
     let c = real::primed(&sb);
     server.set_reply_size(Some(4 << 20));
-    let prompt = c.prompt(&real::third());
+    let prompt = c.render(&real::third());
     let go = |mut cmd: Command| {
         cmd.current_dir(&sb.work);
         let (status, err) = read_ten_and_close(cmd, Input::Bytes(prompt.clone().into_bytes()));
@@ -986,7 +955,7 @@ fn real_cli_killed_mid_stream() {
     };
     let pins_before = count_pins();
     server.set_latency(Duration::from_secs(20));
-    let prompt = c.prompt(&real::third());
+    let prompt = c.render(&real::third());
     let args = ["-p", "--output-format", "stream-json", "--verbose"];
     let kill_the_cli = |cmd: Command, through_shim: bool| -> (Option<i32>, String) {
         let mut cmd = cmd;
@@ -1023,7 +992,7 @@ fn real_cli_killed_mid_stream() {
     assert_eq!(shim, direct);
     assert_eq!(count_pins(), pins_before, "a killed run was pinned");
     // The conversation goes on: the killed turn again, resumed.
-    let out = c.say(&sb, &real::third());
+    let out = say(&sb, &mut c, &real::third());
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), real::whole());
 }
 

@@ -2,9 +2,8 @@
 //! right, updated when stale, and nothing that is not ours is ever replaced
 //! or removed.
 
-mod cli_support;
 
-use cli_support::{ok, run, stderr, stdout, Sandbox, BIN};
+use crate::support::{ok, run, shim_exe, Input, Sandbox};
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::Path;
 
@@ -13,7 +12,7 @@ fn target(link: &Path) -> std::path::PathBuf {
 }
 
 fn bin() -> std::path::PathBuf {
-    Path::new(BIN).canonicalize().expect("binary")
+    shim_exe().canonicalize().expect("binary")
 }
 
 #[test]
@@ -29,7 +28,7 @@ fn install_links_claude_to_this_binary_and_prints_the_rc_line() {
     assert!(out.contains("~/.bashrc"), "{out}");
     assert!(out.contains("init bash)\""), "{out}");
     // The data dir it creates is private, as the store wants it.
-    assert_eq!(std::fs::metadata(&s.data).unwrap().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(&s.shim_home).unwrap().mode() & 0o777, 0o700);
 
     let mut fish = s.cli(&["install"]);
     fish.env("SHELL", "/usr/bin/fish");
@@ -77,34 +76,34 @@ fn never_overwrites_what_is_not_ours() {
 
     // A real claude (a file) in the directory.
     std::fs::write(&link, "#!/bin/sh\necho real\n").unwrap();
-    let o = run(s.cli(&["install"]));
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(stderr(&o).contains("not claude-shim's"), "{}", stderr(&o));
+    let o = run(s.cli(&["install"]), Input::Null);
+    assert_eq!(o.status.code(), Some(1), "{}", o.out());
+    assert!(o.err().contains("not claude-shim's"), "{}", o.err());
     assert_eq!(
         std::fs::read_to_string(&link).unwrap(),
         "#!/bin/sh\necho real\n"
     );
-    let o = run(s.cli(&["uninstall"]));
+    let o = run(s.cli(&["uninstall"]), Input::Null);
     assert_eq!(o.status.code(), Some(1));
     assert!(link.exists(), "uninstall must not remove it either");
 
     // A link to some other program.
     std::fs::remove_file(&link).unwrap();
-    symlink(s.fake(), &link).unwrap();
-    let o = run(s.cli(&["install"]));
+    symlink(s.real_claude(), &link).unwrap();
+    let o = run(s.cli(&["install"]), Input::Null);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(std::fs::read_link(&link).unwrap(), s.fake());
+    assert_eq!(std::fs::read_link(&link).unwrap(), s.real_claude());
 }
 
 #[test]
 fn the_real_claude_is_never_touched_even_when_dir_is_its_home() {
     let s = Sandbox::new();
-    let before = std::fs::read(s.fake()).unwrap();
-    let dir = s.real_dir.to_string_lossy().into_owned();
-    let o = run(s.cli(&["install", "--dir", &dir]));
+    let before = std::fs::read(s.real_claude()).unwrap();
+    let dir = s.real_bin.to_string_lossy().into_owned();
+    let o = run(s.cli(&["install", "--dir", &dir]), Input::Null);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(std::fs::read(s.fake()).unwrap(), before);
-    assert!(!std::fs::symlink_metadata(s.fake())
+    assert_eq!(std::fs::read(s.real_claude()).unwrap(), before);
+    assert!(!std::fs::symlink_metadata(s.real_claude())
         .unwrap()
         .file_type()
         .is_symlink());
@@ -135,7 +134,7 @@ fn uninstall_removes_only_our_link() {
         !s.shim_dir().exists(),
         "our empty default directory goes too"
     );
-    assert!(s.data.exists(), "the data directory stays");
+    assert!(s.shim_home.exists(), "the data directory stays");
     let out = ok(s.cli(&["uninstall"]));
     assert!(out.contains("nothing to remove"), "{out}");
     // Another file in our directory keeps it.

@@ -6,18 +6,17 @@
 //! server): once with only the real CLI on PATH, once with the shim ahead of it.
 //! Needs the real CLI: run `.ci/install-cli` first (the tests fail, not skip, without it).
 
-mod support;
 
-use std::process::Output;
+use crate::support::Ran;
 
 use serde_json::Value;
-use support::{describe, run, ApiServer, CacheModel, RealCli, Sandbox};
+use crate::support::{describe, run, ApiServer, CacheModel, RealCli, Sandbox};
 
 /// One run of `claude` in a fresh sandbox with its own server.
 struct Run {
     server: ApiServer,
     sandbox: Sandbox,
-    output: Output,
+    output: Ran,
 }
 
 impl Run {
@@ -51,7 +50,7 @@ enum Via {
 
 fn run_one(via: Via, args: &[&str], stdin: &[u8]) -> Run {
     let server = ApiServer::start();
-    let sandbox = Sandbox::new(&server);
+    let sandbox = Sandbox::real(&server);
     let cmd = match via {
         Via::Direct => sandbox.direct(args),
         Via::Shimmed => sandbox.shimmed(args),
@@ -284,14 +283,14 @@ fn check_stream_json(r: &Run, reply: &str) {
 #[test]
 fn harness_path_resolution() {
     let server = ApiServer::start();
-    let sb = Sandbox::new(&server);
+    let sb = Sandbox::real(&server);
     let resolve = |path| {
         which::which_in("claude", Some(path), &sb.work)
             .expect("claude on PATH")
             .canonicalize()
             .expect("canonicalize")
     };
-    let shim = support::shim_exe().canonicalize().expect("shim exe");
+    let shim = crate::support::shim_exe().canonicalize().expect("shim exe");
     let real = RealCli::path().canonicalize().expect("real cli");
     assert_eq!(resolve(sb.shimmed_path()), shim);
     assert_eq!(resolve(sb.direct_path()), real);
@@ -321,7 +320,7 @@ fn harness_two_direct_runs_compare_equal() {
 /// The masking keeps what matters: a changed reply, key order or id wiring shows up.
 #[test]
 fn harness_mask_is_not_too_broad() {
-    use support::mask_volatile;
+    use crate::support::mask_volatile;
     let a = r#"{"type":"result","result":"x","session_id":"s1","uuid":"u1","duration_ms":5}"#;
     let b = r#"{"type":"result","result":"x","session_id":"s2","uuid":"u2","duration_ms":7}"#;
     assert_eq!(mask_volatile(a), mask_volatile(b));
@@ -377,7 +376,7 @@ fn harness_cache_model() {
 #[test]
 fn harness_usage_reaches_cli_and_resume_reads_cache() {
     let server = ApiServer::start();
-    let sb = Sandbox::new(&server);
+    let sb = Sandbox::real(&server);
     let first = run(sb.direct(["-p", "hello", "--output-format", "json"]), b"");
     assert!(first.status.success(), "{}", describe(&first));
     let result: Value = serde_json::from_slice(&first.stdout).expect("json");

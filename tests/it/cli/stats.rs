@@ -3,16 +3,14 @@
 //! span and cwd filters, plain output off a terminal or with NO_COLOR, and a
 //! real turn through the shim showing up.
 
-mod cli_support;
 
 use claude_shim::events::Usage;
 use claude_shim::store::runs::{Kind, Run, Spent, UsageFrom};
-use claude_shim::store::Store;
-use cli_support::{ok, run, stderr, Sandbox};
+use crate::support::store::seed_run;
+use crate::support::{ok, run, Input, Sandbox};
 use serde_json::Value;
 use std::io::Read;
 
-const DAY: i64 = 86_400;
 
 fn spent(cache_read: u64, cost: f64) -> Spent {
     let usage = Usage {
@@ -29,13 +27,10 @@ fn spent(cache_read: u64, cost: f64) -> Spent {
 }
 
 /// Log a run `days_ago` back in time (by the store's clock).
-fn seed(store: &Store, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64) {
-    let at = claude_shim::store::now() - days_ago * DAY;
-    let store = Store::open_in(store.path.parent().unwrap())
-        .unwrap()
-        .with_clock(move || at);
-    store
-        .log_run(&Run {
+fn seed(s: &Sandbox, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64) {
+    seed_run(
+        s,
+        &Run {
             cwd,
             kind,
             why_code: "resumed",
@@ -46,8 +41,9 @@ fn seed(store: &Store, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i
             spent: spent(5000, 0.01),
             session: None,
             conv_key: None,
-        })
-        .unwrap();
+        },
+        days_ago,
+    );
 }
 
 fn seeded() -> (Sandbox, String) {
@@ -55,14 +51,13 @@ fn seeded() -> (Sandbox, String) {
     let proj = s.root.join("proj");
     std::fs::create_dir(&proj).unwrap();
     let proj = proj.to_string_lossy().into_owned();
-    let store = s.store();
-    seed(&store, &proj, Kind::Fresh, (1000, 1000), 2);
-    seed(&store, &proj, Kind::Resumed, (8000, 800), 1);
-    seed(&store, &proj, Kind::Resumed, (9000, 900), 1);
-    seed(&store, "/elsewhere", Kind::Forked, (4000, 400), 1);
-    seed(&store, "/elsewhere", Kind::Fallback, (500, 500), 0);
-    seed(&store, "/elsewhere", Kind::Unchanged, (300, 300), 0);
-    seed(&store, &proj, Kind::Resumed, (7000, 700), 20);
+    seed(&s, &proj, Kind::Fresh, (1000, 1000), 2);
+    seed(&s, &proj, Kind::Resumed, (8000, 800), 1);
+    seed(&s, &proj, Kind::Resumed, (9000, 900), 1);
+    seed(&s, "/elsewhere", Kind::Forked, (4000, 400), 1);
+    seed(&s, "/elsewhere", Kind::Fallback, (500, 500), 0);
+    seed(&s, "/elsewhere", Kind::Unchanged, (300, 300), 0);
+    seed(&s, &proj, Kind::Resumed, (7000, 700), 20);
     (s, proj)
 }
 
@@ -177,16 +172,16 @@ fn empty_and_missing_databases_report_nothing_and_create_nothing() {
     let s = Sandbox::new();
     let out = ok(s.cli(&["stats"]));
     assert!(out.contains("no managed turns recorded"), "{out}");
-    assert!(!s.data.join("shim.db").exists());
+    assert!(!s.shim_home.join("shim.db").exists());
 }
 
 #[test]
 fn bad_spans_are_refused_with_the_accepted_units() {
     let s = Sandbox::new();
     for bad in ["7", "7days", "x", "1.5d"] {
-        let o = run(s.cli(&["stats", "--since", bad]));
+        let o = run(s.cli(&["stats", "--since", bad]), Input::Null);
         assert_eq!(o.status.code(), Some(2), "{bad}");
-        assert!(stderr(&o).contains("7d"), "{bad}: {}", stderr(&o));
+        assert!(o.err().contains("7d"), "{bad}: {}", o.err());
     }
 }
 
@@ -196,7 +191,13 @@ fn a_turn_through_the_shim_is_counted() {
     ok(s.cli(&["install"]));
     let mut turn = std::process::Command::new(s.shim_dir().join("claude"));
     s.env(&mut turn);
-    turn.env("CLAUDE_SHIM_REAL", s.fake())
+    turn.env("CLAUDE_SHIM_REAL", s.real_claude())
+        .env("FAKE_REPLY", "Hello from the fake.")
+        .env(
+            "FAKE_USAGE",
+            r#"{"input_tokens":12,"cache_creation_input_tokens":3000,"cache_read_input_tokens":9000,"output_tokens":40}"#,
+        )
+        .env("FAKE_COST", "0.0123")
         .args(["-p", "hello there", "--output-format", "json"]);
     let out = ok(turn);
     assert!(out.contains("Hello from the fake."), "{out}");

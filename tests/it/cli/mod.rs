@@ -1,0 +1,10 @@
+//! The management commands (`claude-shim …`), run by their own name in a
+//! sandbox; the shells they print for must be installed (a missing shell
+//! fails, it never skips).
+
+mod completions;
+mod doctor;
+mod init;
+mod install;
+mod pins;
+mod stats;
