@@ -5,10 +5,9 @@
 //! once, the new one once, and no replayed assistant text inside a user
 //! message (one copy of history).
 
-
-use serde_json::{json, Value};
 use crate::support::clients::{self, args, labels, result_event, Client};
 use crate::support::{describe, run, ApiServer, Sandbox};
+use serde_json::{json, Value};
 
 const TURNS: usize = 6;
 

@@ -6,11 +6,10 @@
 //! server): once with only the real CLI on PATH, once with the shim ahead of it.
 //! Needs the real CLI: run `.ci/install-cli` first (the tests fail, not skip, without it).
 
-
 use crate::support::Ran;
 
-use serde_json::Value;
 use crate::support::{describe, run, ApiServer, CacheModel, RealCli, Sandbox};
+use serde_json::Value;
 
 /// One run of `claude` in a fresh sandbox with its own server.
 struct Run {

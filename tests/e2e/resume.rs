@@ -15,96 +15,49 @@
 //! its debug log (`CLAUDE_SHIM_LOG`) tell how each turn ran.
 //! Needs the real CLI: run `.ci/install-cli` first (the tests fail, not skip, without it).
 
-
 use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 
+use crate::support::{describe, run, ApiServer, Client, LoggedRequest, Ran, Sandbox};
 use serde_json::Value;
-use crate::support::{describe, run, ApiServer, LoggedRequest, Ran, Sandbox};
 
 // ---- clients ---------------------------------------------------------------------------
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Client {
-    /// `Human:`/`Assistant:`, blank-line joins, stdin, `-p` text output.
-    Wrapper,
-    /// `User:`/`Assistant:` (first turn bare), positional after `--`, stream-json output.
-    LangChain,
-}
-
-impl Client {
-    /// The prompt for `current` after `history` (`(user, assistant)` pairs).
-    fn render(self, history: &[(String, String)], current: &str) -> String {
-        let (user, assistant) = match self {
-            Client::Wrapper => ("Human:", "Assistant:"),
-            Client::LangChain if history.is_empty() => return current.to_string(),
-            Client::LangChain => ("User:", "Assistant:"),
-        };
-        let mut parts = Vec::new();
-        for (u, a) in history {
-            parts.push(format!("{user} {u}"));
-            parts.push(format!("{assistant} {a}"));
-        }
-        parts.push(format!("{user} {current}"));
-        parts.join("\n\n")
-    }
-
-    /// argv and stdin of one turn; `extra` goes before the prompt (and before `--`).
-    fn invocation(self, extra: &[String], prompt: &str) -> (Vec<String>, Vec<u8>) {
-        let mut args = vec!["-p".to_string()];
-        match self {
-            Client::Wrapper => {
-                args.extend(extra.iter().cloned());
-                (args, prompt.as_bytes().to_vec())
-            }
-            Client::LangChain => {
-                args.extend(["--output-format", "stream-json", "--verbose"].map(String::from));
-                args.extend(extra.iter().cloned());
-                args.extend(["--".to_string(), prompt.to_string()]);
-                (args, Vec::new())
-            }
-        }
-    }
-
-    /// The reply as the client reads it, and the session id the output reported
-    /// (stream-json only). Checks the stream-json output is one clean, successful run.
-    fn read(self, out: &Ran) -> (String, Option<String>) {
-        let stdout = String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8");
-        match self {
-            Client::Wrapper => (stdout.trim().to_string(), None),
-            Client::LangChain => {
-                let events: Vec<Value> = stdout
-                    .lines()
-                    .filter(|l| !l.trim().is_empty())
-                    .map(|l| {
-                        serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))
-                    })
-                    .collect();
-                let ctx = || describe(out);
-                assert!(events.len() >= 3, "{}", ctx());
-                assert_eq!(events[0]["type"], "system", "{}", ctx());
-                assert_eq!(events[0]["subtype"], "init", "{}", ctx());
-                let inits = events.iter().filter(|e| e["subtype"] == "init").count();
-                let results: Vec<&Value> =
-                    events.iter().filter(|e| e["type"] == "result").collect();
-                assert_eq!(inits, 1, "one init event\n{}", ctx());
-                assert_eq!(results.len(), 1, "one result event\n{}", ctx());
-                let result = results[0];
-                assert_eq!(events.last(), Some(result), "result comes last\n{}", ctx());
-                assert_eq!(result["subtype"], "success", "{}", ctx());
-                assert_eq!(result["is_error"], false, "{}", ctx());
-                let sid = events[0]["session_id"]
-                    .as_str()
-                    .expect("init session_id")
-                    .to_string();
-                assert!(
-                    events.iter().all(|e| e["session_id"] == sid.as_str()),
-                    "one session id throughout\n{}",
-                    ctx()
-                );
-                let reply = result["result"].as_str().expect("result text").to_string();
-                (reply, Some(sid))
-            }
+/// The reply as `client` reads it, and the session id the output reported
+/// (stream-json only). Checks the stream-json output is one clean, successful run.
+fn read(client: Client, out: &Ran) -> (String, Option<String>) {
+    let stdout = String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8");
+    match client {
+        c if !c.streams() => (stdout.trim().to_string(), None),
+        _ => {
+            let events: Vec<Value> = stdout
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+                .collect();
+            let ctx = || describe(out);
+            assert!(events.len() >= 3, "{}", ctx());
+            assert_eq!(events[0]["type"], "system", "{}", ctx());
+            assert_eq!(events[0]["subtype"], "init", "{}", ctx());
+            let inits = events.iter().filter(|e| e["subtype"] == "init").count();
+            let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "result").collect();
+            assert_eq!(inits, 1, "one init event\n{}", ctx());
+            assert_eq!(results.len(), 1, "one result event\n{}", ctx());
+            let result = results[0];
+            assert_eq!(events.last(), Some(result), "result comes last\n{}", ctx());
+            assert_eq!(result["subtype"], "success", "{}", ctx());
+            assert_eq!(result["is_error"], false, "{}", ctx());
+            let sid = events[0]["session_id"]
+                .as_str()
+                .expect("init session_id")
+                .to_string();
+            assert!(
+                events.iter().all(|e| e["session_id"] == sid.as_str()),
+                "one session id throughout\n{}",
+                ctx()
+            );
+            let reply = result["result"].as_str().expect("result text").to_string();
+            (reply, Some(sid))
         }
     }
 }
@@ -307,12 +260,12 @@ impl<'w> Conv<'w> {
     }
 
     fn prompt(&self, text: &str) -> String {
-        self.client.render(&self.history, text)
+        self.client.prompt(&self.history, text)
     }
 
     /// The first prompt of this conversation, as turn 1 sent it.
     fn first_prompt(&self) -> String {
-        self.client.render(&[], &self.history[0].0)
+        self.client.prompt(&[], &self.history[0].0)
     }
 
     /// Run the real CLI through the shim for one prompt (no checks).
@@ -347,7 +300,7 @@ impl<'w> Conv<'w> {
             "turn {text:?}: stderr not empty\n{}",
             ctx()
         );
-        let (reply, out_session) = self.client.read(&out);
+        let (reply, out_session) = read(self.client, &out);
         let requests = w.server.main_requests()[reqs0..].to_vec();
         let last = requests
             .last()
@@ -961,9 +914,9 @@ fn refused_resume(client: Client, damage: Damage) {
     assert!(!stdout.contains("error_during_execution"), "{}", ctx());
     assert!(!stdout.contains(&original), "{}", ctx());
     match client {
-        Client::Wrapper => assert_eq!(stdout, format!("{}\n", t3.reply), "{}", ctx()),
-        Client::LangChain => {
-            // `Client::read` checked: one init, one successful result, one session id.
+        c if !c.streams() => assert_eq!(stdout, format!("{}\n", t3.reply), "{}", ctx()),
+        _ => {
+            // `read` checked: one init, one successful result, one session id.
             assert_eq!(t3.out_session.as_deref(), Some(fallback_session.as_str()));
         }
     }
@@ -1071,7 +1024,7 @@ fn eight_concurrent_branches_from_one_node() {
         let ctx = || format!("branch {text:?}\n{}\n{}", describe(out), w.context());
         assert!(out.status.success(), "{}", ctx());
         assert!(out.stderr.is_empty(), "{}", ctx());
-        let (reply, sid) = c.client.read(out);
+        let (reply, sid) = read(c.client, out);
         let mine: Vec<&LoggedRequest> = requests
             .iter()
             .filter(|r| r.last_user_text().as_deref() == Some(text.as_str()))
@@ -1124,7 +1077,7 @@ fn eight_concurrent_branches_from_one_node() {
     // Two of the branches continue, each in its own session.
     for k in [0, N - 1] {
         let mut b = c.branch(c.history.clone());
-        let (reply, _) = c.client.read(&outputs[k]);
+        let (reply, _) = read(c.client, &outputs[k]);
         b.history.push((texts[k].clone(), reply.clone()));
         let next = b.say(&format!("{} continued", texts[k]));
         assert_history(

@@ -11,14 +11,11 @@
 //! `sigkill_of_shim_during_startup_leaves_no_orphan`); a session file deleted
 //! between turns and a resume the real CLI refuses (`tests/e2e_resume.rs`).
 
-
-
-
 use crate::support::clients::*;
-use crate::support::store::*;
-use crate::support::turns::*;
 use crate::support::process::*;
 use crate::support::sandbox::*;
+use crate::support::store::*;
+use crate::support::turns::*;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::Read;
@@ -719,10 +716,10 @@ fn standard_signals(masks: &str) -> Vec<(String, u64)> {
 
 mod real {
     use crate::support::turns::{ack, mask_uuids, say, tag};
-    use crate::support::{Chat, Client};
-    use crate::support::{describe, ApiServer, LoggedRequest, Sandbox};
-    use std::os::unix::process::ExitStatusExt;
     use crate::support::Ran;
+    use crate::support::{describe, ApiServer, LoggedRequest, Sandbox};
+    use crate::support::{Chat, Client};
+    use std::os::unix::process::ExitStatusExt;
 
     /// Every `<<tag>>` in the user messages the model was sent, in order.
     pub fn tags_seen(req: &LoggedRequest) -> Vec<String> {

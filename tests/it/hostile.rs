@@ -9,13 +9,12 @@
 //! property tests (default here: 2,000 per property; 64 for the ones that
 //! start processes).
 
-
+use crate::support::process::{assert_same, both, run, Input};
+use crate::support::sandbox::{Sandbox, NO_ARGS};
 use claude_shim::dialect::{self, Detection};
 use claude_shim::invocation::OutputFormat;
 use claude_shim::observe::Observer;
 use claude_shim::prompt::{self, Chunks, Prompt};
-use crate::support::process::{assert_same, both, run, Input};
-use crate::support::sandbox::{Sandbox, NO_ARGS};
 use proptest::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -26,16 +26,14 @@
 //! file holding two continuations of one message, no lease left behind.
 //! Sequential load (1,000 turns) is `tests/soak.rs`.
 
-
-
-
 use crate::support::process::run;
 use crate::support::sandbox::{session_files, Sandbox};
 use crate::support::turns::ack;
+use crate::support::Client;
+use crate::support::Ran;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use crate::support::Ran;
 use std::process::Command;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -54,13 +52,7 @@ struct Conv {
 
 impl Conv {
     fn prompt(&self, current: &str) -> String {
-        let mut parts = Vec::new();
-        for (u, a) in &self.history {
-            parts.push(format!("Human: {u}"));
-            parts.push(format!("Assistant: {a}"));
-        }
-        parts.push(format!("Human: {current}"));
-        parts.join("\n\n")
+        Client::Wrapper.prompt(&self.history, current)
     }
 
     fn user(&self, k: &str) -> String {

@@ -2,7 +2,6 @@
 //! the recursion guard, the bypass switch, a terminal, and the management face.
 //! The real claude is the fake CLI in `tests/fixtures/fake-claude`.
 
-
 use crate::support::process::*;
 use crate::support::sandbox::*;
 use crate::support::shim_exe;

@@ -6,7 +6,6 @@
 //! The shim may add arguments of its own (`--session-id …`) to managed runs, so
 //! argv is only checked to contain the caller's arguments in order.
 
-
 use crate::support::process::*;
 use crate::support::sandbox::*;
 use nix::sys::signal::{kill, Signal};

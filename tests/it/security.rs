@@ -15,13 +15,11 @@
 //!   last reply never lands in its session. Checked on what the fake "model"
 //!   saw: exactly the transcript the caller sent, turn for turn.
 
-
-
 use crate::support::clients::*;
-use crate::support::store::*;
-use crate::support::turns::*;
 use crate::support::process::*;
 use crate::support::sandbox::*;
+use crate::support::store::*;
+use crate::support::turns::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;

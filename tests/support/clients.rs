@@ -185,7 +185,10 @@ impl Client {
     pub fn prompt(self, h: &[(String, String)], cur: &str) -> String {
         match self {
             Client::Wrapper => labels(h, cur, "Human", "\n\n"),
-            Client::Relay => format!("System: be brief\n{}\nAssistant:", labels(h, cur, "Human", "\n")),
+            Client::Relay => format!(
+                "System: be brief\n{}\nAssistant:",
+                labels(h, cur, "Human", "\n")
+            ),
             Client::LangChain if h.is_empty() => cur.to_owned(),
             Client::LangChain => labels(h, cur, "User", "\n\n"),
             Client::OpenDesign => {
@@ -212,7 +215,8 @@ impl Client {
             }
             Client::Cline => serde_json::to_string(&messages_json(h, cur)).expect("json"),
             Client::Roo => {
-                json!({"systemPrompt": "You are Roo.", "messages": messages_json(h, cur)}).to_string()
+                json!({"systemPrompt": "You are Roo.", "messages": messages_json(h, cur)})
+                    .to_string()
             }
             Client::StreamLines => {
                 let mut lines = Vec::new();
@@ -240,7 +244,10 @@ impl Client {
     pub fn invocation(self, extra: &[String], prompt: &str) -> (Vec<String>, Vec<u8>) {
         let (own, delivery) = self.shape();
         let mut argv = args(own);
-        let at = argv.iter().position(|a| a == "-p" || a == "--print").map_or(0, |i| i + 1);
+        let at = argv
+            .iter()
+            .position(|a| a == "-p" || a == "--print")
+            .map_or(0, |i| i + 1);
         argv.splice(at..at, extra.iter().cloned());
         match delivery {
             Delivery::Stdin => (argv, prompt.as_bytes().to_vec()),

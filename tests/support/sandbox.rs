@@ -25,7 +25,7 @@ const SYSTEM_PATH: [&str; 2] = ["/usr/bin", "/bin"];
 /// ```text
 /// <root>/home        HOME (so ~/.claude is private)
 /// <root>/work        cwd of every command
-/// <root>/shim-home   CLAUDE_SHIM_HOME
+/// <root>/shim-home   CLAUDE_SHIM_HOME (not yet there for `first_use`)
 /// <root>/bin         claude -> the shim (as `claude-shim install` links it)
 /// <root>/real-bin    claude: a copy of the fake, or a link to the real CLI
 /// <root>/tools       claude-shim -> the shim (its management name)
@@ -50,6 +50,14 @@ pub struct Sandbox {
 impl Sandbox {
     /// The fake CLI as the real `claude`: a session-level Claude Code.
     pub fn new() -> Sandbox {
+        let sb = Self::first_use();
+        std::fs::create_dir(&sb.shim_home).expect("mkdir the data dir");
+        sb
+    }
+
+    /// [`Sandbox::new`] on a machine where the shim never ran: its data
+    /// directory does not exist yet.
+    pub fn first_use() -> Sandbox {
         Self::build("shim-home", None)
     }
 
@@ -61,7 +69,7 @@ impl Sandbox {
         sb
     }
 
-    /// [`Sandbox::new`] with an awkwardly named data directory.
+    /// [`Sandbox::first_use`] with an awkwardly named data directory.
     pub fn with_data_name(name: &str) -> Sandbox {
         Self::build(name, None)
     }
@@ -74,6 +82,7 @@ impl Sandbox {
     /// The real CLI talking to the Messages API at `base_url`.
     pub fn real_at(base_url: &str) -> Sandbox {
         let mut sb = Self::build("shim-home", Some(RealCli::path()));
+        std::fs::create_dir(&sb.shim_home).expect("mkdir the data dir");
         sb.env.retain(|(k, _)| k != "LC_ALL");
         for (k, v) in [
             ("LANG", "C.UTF-8"),
@@ -98,10 +107,14 @@ impl Sandbox {
             std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
             p
         };
-        let (home, work, bin, real_bin, tools) =
-            (mk("home"), mk("work"), mk("bin"), mk("real-bin"), mk("tools"));
+        let (home, work, bin, real_bin, tools) = (
+            mk("home"),
+            mk("work"),
+            mk("bin"),
+            mk("real-bin"),
+            mk("tools"),
+        );
         let shim_home = root.join(data);
-        std::fs::create_dir_all(&shim_home).expect("mkdir data dir");
         let claude = bin.join("claude");
         symlink(shim_exe(), &claude).expect("link the shim as claude");
         symlink(shim_exe(), tools.join("claude-shim")).expect("link claude-shim");
@@ -204,7 +217,11 @@ impl Sandbox {
         }
     }
 
-    fn claude_from(&self, path: OsString, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Command {
+    fn claude_from(
+        &self,
+        path: OsString,
+        args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Command {
         // A bare `claude`, resolved by std from the PATH given to the child,
         // as a caller's shell would.
         let mut cmd = Command::new("claude");
@@ -301,7 +318,11 @@ pub fn session_files(home: &Path) -> Vec<PathBuf> {
         return out;
     };
     for project in projects.flatten() {
-        for f in std::fs::read_dir(project.path()).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(project.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if f.path().extension().is_some_and(|e| e == "jsonl") {
                 out.push(f.path());
             }

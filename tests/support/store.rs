@@ -76,7 +76,6 @@ pub fn errors_log(w: &Sandbox) -> String {
     std::fs::read_to_string(w.shim_home.join("errors.log")).unwrap_or_default()
 }
 
-
 // ---- seeding, at any time --------------------------------------------------------------
 
 pub const DAY: i64 = 86_400;
@@ -89,7 +88,14 @@ pub fn store_at(sb: &Sandbox, days_ago: i64) -> Store {
 
 /// A pin of `turns` user turns (`<session>/1`, `<session>/2`…) of `session`
 /// in `cwd`, with no reply hashes, made `days_ago` days back.
-pub fn seed_pin(sb: &Sandbox, session: &str, cwd: &str, turns: usize, preview: &str, days_ago: i64) {
+pub fn seed_pin(
+    sb: &Sandbox,
+    session: &str,
+    cwd: &str,
+    turns: usize,
+    preview: &str,
+    days_ago: i64,
+) {
     let names: Vec<String> = (1..=turns).map(|k| format!("{session}/{k}")).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut p = NewPin::of_turns(session, "a", cwd, &names, preview);

@@ -130,4 +130,3 @@ pub fn context(w: &Sandbox) -> String {
         std::fs::read_to_string(w.file("shim.log")).unwrap_or_default()
     )
 }
-

@@ -1,7 +1,6 @@
 //! `claude-shim completions <shell>` prints scripts each shell accepts, naming
 //! every subcommand; `--help` lists every environment variable.
 
-
 use crate::support::{ok, run, shell, Input, Sandbox};
 use std::process::Command;
 
@@ -20,7 +19,7 @@ const SUBCOMMANDS: &[&str] = &[
 
 #[test]
 fn completion_scripts_load_in_their_shells() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     for (sh, check) in [("bash", "-n"), ("zsh", "-n"), ("fish", "--no-execute")] {
         let script = ok(s.cli(&["completions", sh]));
         for sub in SUBCOMMANDS {
@@ -49,7 +48,7 @@ fn completion_scripts_load_in_their_shells() {
 
 #[test]
 fn help_lists_every_subcommand_and_env_var() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let help = ok(s.cli(&["--help"]));
     for (name, _) in claude_shim::env::ALL {
         assert!(help.contains(name), "--help lacks {name}");

@@ -2,7 +2,6 @@
 //! a fix) for each kind of breakage: no real claude, the shim not first on
 //! PATH once installed, a damaged database, loose permissions.
 
-
 use crate::support::{ok, run, Input, Sandbox};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -10,7 +9,7 @@ use std::process::Command;
 
 /// Installed, the shim first on PATH and the fake real claude behind it.
 fn installed() -> Sandbox {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     ok(s.cli(&["install"]));
     s
 }
@@ -40,7 +39,10 @@ fn a_good_setup_passes_and_names_what_it_found() {
     assert!(path.starts_with("ok"), "{out}");
     assert!(path.contains("is the shim"), "{out}");
     let real = line(&out, "real claude");
-    assert!(real.contains(&s.real_claude().display().to_string()), "{out}");
+    assert!(
+        real.contains(&s.real_claude().display().to_string()),
+        "{out}"
+    );
     assert!(real.contains("2.1.330"), "{out}");
     assert!(
         line(&out, "capabilities").contains("resume, fork-session, session-id"),
@@ -93,7 +95,7 @@ fn shim_behind_the_real_claude_fails_once_installed() {
     assert!(out.contains("init bash"), "{out}");
 
     // Not installed (alias mode): only a warning.
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let o = run(doctor(&s, &[&s.real_bin], &[]), Input::Null);
     let out = o.out();
     assert_eq!(o.status.code(), Some(0), "{out}");

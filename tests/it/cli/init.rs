@@ -3,7 +3,6 @@
 //! the shell's own syntax check, put the shim directory first on PATH exactly
 //! once however often they are sourced, and keep claude's exit status.
 
-
 use crate::support::{ok, run, shell, Input, Sandbox};
 use std::process::Command;
 
@@ -63,17 +62,17 @@ fn check_path_mode(s: &Sandbox, sh: &str) {
 
 #[test]
 fn path_mode_bash() {
-    check_path_mode(&Sandbox::new(), "bash");
+    check_path_mode(&Sandbox::first_use(), "bash");
 }
 
 #[test]
 fn path_mode_zsh() {
-    check_path_mode(&Sandbox::new(), "zsh");
+    check_path_mode(&Sandbox::first_use(), "zsh");
 }
 
 #[test]
 fn path_mode_fish() {
-    check_path_mode(&Sandbox::new(), "fish");
+    check_path_mode(&Sandbox::first_use(), "fish");
 }
 
 #[test]
@@ -100,7 +99,7 @@ fn status_script(sh: &str, mode: &str) -> String {
 
 #[track_caller]
 fn check_status(sh: &str, mode: &str) {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     if mode == "path" {
         ok(s.cli(&["install"]));
     }
@@ -154,7 +153,7 @@ fn exit_status_is_kept_on_path() {
 
 #[test]
 fn alias_mode_replaces_an_old_alias_and_leaves_path_alone() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let path = format!(
         "{}:{}:/usr/bin:/bin",
         s.tools.display(),
@@ -197,10 +196,13 @@ fn printed_scripts_pass_shellcheck_and_syntax_checks() {
                     c
                 }
             };
-            let o = run({
-                s.env(&mut check);
-                check
-            }, Input::Null);
+            let o = run(
+                {
+                    s.env(&mut check);
+                    check
+                },
+                Input::Null,
+            );
             assert!(
                 o.status.success(),
                 "{sh} {mode} script fails its check:\n{}{}\n{script}",
@@ -211,18 +213,21 @@ fn printed_scripts_pass_shellcheck_and_syntax_checks() {
     }
     // The templates themselves, as CI checks them.
     let shell_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/shell");
-    let o = run({
-        let mut c = Command::new(&shellcheck);
-        c.arg(format!("{shell_dir}/path.bash"))
-            .arg(format!("{shell_dir}/alias.bash"));
-        c
-    }, Input::Null);
+    let o = run(
+        {
+            let mut c = Command::new(&shellcheck);
+            c.arg(format!("{shell_dir}/path.bash"))
+                .arg(format!("{shell_dir}/alias.bash"));
+            c
+        },
+        Input::Null,
+    );
     assert!(o.status.success(), "{}", o.out());
 }
 
 #[test]
 fn unknown_shell_is_refused() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let o = run(s.cli(&["init", "tcsh"]), Input::Null);
     assert_eq!(o.status.code(), Some(2));
     assert!(o.err().contains("bash"), "{}", o.err());

@@ -2,7 +2,6 @@
 //! right, updated when stale, and nothing that is not ours is ever replaced
 //! or removed.
 
-
 use crate::support::{ok, run, shim_exe, Input, Sandbox};
 use std::os::unix::fs::{symlink, MetadataExt};
 use std::path::Path;
@@ -17,7 +16,7 @@ fn bin() -> std::path::PathBuf {
 
 #[test]
 fn install_links_claude_to_this_binary_and_prints_the_rc_line() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let out = ok(s.cli(&["install"]));
     let link = s.shim_dir().join("claude");
     assert!(std::fs::symlink_metadata(&link)
@@ -28,7 +27,10 @@ fn install_links_claude_to_this_binary_and_prints_the_rc_line() {
     assert!(out.contains("~/.bashrc"), "{out}");
     assert!(out.contains("init bash)\""), "{out}");
     // The data dir it creates is private, as the store wants it.
-    assert_eq!(std::fs::metadata(&s.shim_home).unwrap().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(&s.shim_home).unwrap().mode() & 0o777,
+        0o700
+    );
 
     let mut fish = s.cli(&["install"]);
     fish.env("SHELL", "/usr/bin/fish");
@@ -39,7 +41,7 @@ fn install_links_claude_to_this_binary_and_prints_the_rc_line() {
 
 #[test]
 fn rc_line_names_claude_shim_when_path_finds_it() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let mut cmd = s.cli(&["install"]);
     cmd.env("PATH", s.path_with(&[&s.tools]));
     let out = ok(cmd);
@@ -48,7 +50,7 @@ fn rc_line_names_claude_shim_when_path_finds_it() {
 
 #[test]
 fn a_correct_link_is_left_alone() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     ok(s.cli(&["install"]));
     let link = s.shim_dir().join("claude");
     let before = std::fs::symlink_metadata(&link).unwrap().ino();
@@ -59,7 +61,7 @@ fn a_correct_link_is_left_alone() {
 
 #[test]
 fn a_stale_link_of_ours_is_updated() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     std::fs::create_dir_all(s.shim_dir()).unwrap();
     let link = s.shim_dir().join("claude");
     symlink("/old/build/claude-shim", &link).unwrap();
@@ -70,7 +72,7 @@ fn a_stale_link_of_ours_is_updated() {
 
 #[test]
 fn never_overwrites_what_is_not_ours() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     std::fs::create_dir_all(s.shim_dir()).unwrap();
     let link = s.shim_dir().join("claude");
 
@@ -97,7 +99,7 @@ fn never_overwrites_what_is_not_ours() {
 
 #[test]
 fn the_real_claude_is_never_touched_even_when_dir_is_its_home() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let before = std::fs::read(s.real_claude()).unwrap();
     let dir = s.real_bin.to_string_lossy().into_owned();
     let o = run(s.cli(&["install", "--dir", &dir]), Input::Null);
@@ -111,7 +113,7 @@ fn the_real_claude_is_never_touched_even_when_dir_is_its_home() {
 
 #[test]
 fn custom_dir_is_used_and_named_in_the_rc_line() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let dir = s.root.join("my bin");
     let d = dir.to_string_lossy().into_owned();
     let out = ok(s.cli(&["install", "--dir", &d]));
@@ -125,7 +127,7 @@ fn custom_dir_is_used_and_named_in_the_rc_line() {
 
 #[test]
 fn uninstall_removes_only_our_link() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     ok(s.cli(&["install"]));
     let out = ok(s.cli(&["uninstall"]));
     assert!(out.contains("removed"), "{out}");
@@ -146,7 +148,7 @@ fn uninstall_removes_only_our_link() {
 
 #[test]
 fn an_rc_that_already_sources_init_is_recognised() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     std::fs::write(
         s.home.join(".bashrc"),
         "export X=1\neval \"$(claude-shim init bash)\"\n",

@@ -2,10 +2,9 @@
 //! library: one row per conversation, forgetting by session / cwd / all, and
 //! gc dropping pins whose session files are gone or that are too old.
 
-
-use claude_shim::store::runs::{Kind, Run, Spent};
 use crate::support::store::{count, seed_pin, seed_run};
 use crate::support::{ok, run, Input, Sandbox};
+use claude_shim::store::runs::{Kind, Run, Spent};
 use serde_json::Value;
 
 const S1: &str = "11111111-1111-4111-8111-111111111111";
@@ -15,7 +14,7 @@ const S3: &str = "33333333-3333-4333-8333-333333333333";
 /// S1: two turns in /a (file present); S2: one turn in /b (file present);
 /// S3: one turn in /b whose session file is gone.
 fn seeded() -> Sandbox {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     seed_pin(&s, S1, "/a", 1, "first reply", 0);
     seed_pin(&s, S2, "/b", 1, "other\nconversation", 0);
     seed_pin(&s, S1, "/a", 2, "second reply", 0);
@@ -63,7 +62,7 @@ fn pins_lists_one_row_per_conversation_newest_pin_first() {
 
 #[test]
 fn pins_on_an_empty_machine() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     assert_eq!(ok(s.cli(&["pins"])).trim(), "no pinned conversations");
     assert!(pins_json(&s, &[]).is_empty());
 }
@@ -85,7 +84,9 @@ fn forget_one_session() {
     assert_eq!(o.status.code(), Some(1), "unknown session is an error");
     assert!(o.err().contains("no pins for session"), "{}", o.err());
     assert!(
-        s.claude_dir().join(format!("projects/-w/{S1}.jsonl")).exists(),
+        s.claude_dir()
+            .join(format!("projects/-w/{S1}.jsonl"))
+            .exists(),
         "session files stay"
     );
 }
@@ -170,7 +171,7 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
 
 #[test]
 fn gc_cutoff_follows_cleanup_period_days_unless_given() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     {
         seed_pin(&s, S1, "/a", 1, "", 5);
         seed_pin(&s, S2, "/a", 1, "", 2);
@@ -192,7 +193,7 @@ fn gc_cutoff_follows_cleanup_period_days_unless_given() {
 #[test]
 fn gc_keeps_pins_when_it_cannot_see_the_session_files() {
     // Another HOME (no projects/ at all): "gone" cannot be told, so only age counts.
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     seed_pin(&s, S1, "/a", 1, "", 0);
     let out = ok(s.cli(&["gc"]));
     assert!(out.contains("not checking for gone session files"), "{out}");

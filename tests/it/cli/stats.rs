@@ -3,14 +3,12 @@
 //! span and cwd filters, plain output off a terminal or with NO_COLOR, and a
 //! real turn through the shim showing up.
 
-
-use claude_shim::events::Usage;
-use claude_shim::store::runs::{Kind, Run, Spent, UsageFrom};
 use crate::support::store::seed_run;
 use crate::support::{ok, run, Input, Sandbox};
+use claude_shim::events::Usage;
+use claude_shim::store::runs::{Kind, Run, Spent, UsageFrom};
 use serde_json::Value;
 use std::io::Read;
-
 
 fn spent(cache_read: u64, cost: f64) -> Spent {
     let usage = Usage {
@@ -47,7 +45,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64
 }
 
 fn seeded() -> (Sandbox, String) {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let proj = s.root.join("proj");
     std::fs::create_dir(&proj).unwrap();
     let proj = proj.to_string_lossy().into_owned();
@@ -169,7 +167,7 @@ fn colour_only_on_a_terminal_without_no_color() {
 
 #[test]
 fn empty_and_missing_databases_report_nothing_and_create_nothing() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     let out = ok(s.cli(&["stats"]));
     assert!(out.contains("no managed turns recorded"), "{out}");
     assert!(!s.shim_home.join("shim.db").exists());
@@ -177,7 +175,7 @@ fn empty_and_missing_databases_report_nothing_and_create_nothing() {
 
 #[test]
 fn bad_spans_are_refused_with_the_accepted_units() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     for bad in ["7", "7days", "x", "1.5d"] {
         let o = run(s.cli(&["stats", "--since", bad]), Input::Null);
         assert_eq!(o.status.code(), Some(2), "{bad}");
@@ -187,7 +185,7 @@ fn bad_spans_are_refused_with_the_accepted_units() {
 
 #[test]
 fn a_turn_through_the_shim_is_counted() {
-    let s = Sandbox::new();
+    let s = Sandbox::first_use();
     ok(s.cli(&["install"]));
     let mut turn = std::process::Command::new(s.shim_dir().join("claude"));
     s.env(&mut turn);
