@@ -106,8 +106,10 @@ fn corrupt_db_damaged_pages() {
     }
 }
 
-/// Another process holds the database for 30 s. The shim waits at most a
-/// short while, then runs the turn as without it: the turn must not hang.
+/// Another process holds the database until the turn is over. The shim waits
+/// at most a short while, then runs the turn as without it: the turn must end
+/// while the database is still locked (a shim that waited for the lock would
+/// never end: the run's hang guard fails it), and its store was left out.
 fn locked_db(mode: &str) {
     let w = Sandbox::new();
     let c = primed(&w, Client::LangChain);
@@ -124,21 +126,21 @@ fn locked_db(mode: &str) {
         db.execute_batch("BEGIN EXCLUSIVE; INSERT INTO runs (at, cwd, kind, bytes_in, bytes_sent) VALUES (0, 'locker', 'fresh', 0, 0);")
             .unwrap();
         locked_tx.send(()).unwrap();
-        let _ = done_rx.recv_timeout(Duration::from_secs(30));
+        // Held until the turn is over (or the test panicked: Err).
+        let _ = done_rx.recv();
         db.execute_batch("ROLLBACK").unwrap();
     });
     locked_rx.recv().unwrap();
     let (s, d) = third_turn_is_unharmed(&w, &c, |_| {});
     let _ = done_tx.send(());
     locker.join().unwrap();
-    let extra = s.elapsed.saturating_sub(d.elapsed);
     eprintln!(
-        "locked ({mode}): shim {:?}, direct {:?}, extra {extra:?}",
+        "locked ({mode}): shim {:?}, direct {:?}",
         s.elapsed, d.elapsed
     );
     assert!(
-        extra < Duration::from_millis(2500),
-        "a locked database held the turn up for {extra:?}\n{}",
+        !errors_log(&w).is_empty(),
+        "the turn ran without the store, noted in errors.log\n{}",
         context(&w)
     );
 }

@@ -1,7 +1,8 @@
 //! Hostile input at scale: argv, every dialect parser, the stream-json input
 //! reader and the output observer take arbitrary bytes without panicking,
-//! allocate at most a small multiple of their input, and take time linear in
-//! it (checked at two sizes: ×8 the input may cost at most ×32 the time);
+//! allocate at most a small multiple of their input, and do work linear in
+//! it (instructions counted by callgrind at two sizes: ×8 the input may cost
+//! at most ×16 the instructions; a rescan per line or read costs ×64);
 //! prompts that are not UTF-8 reach the CLI byte for byte.
 //!
 //! Allocation is counted per thread by this binary's global allocator (peak
@@ -20,7 +21,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 // ---- counting allocator ------------------------------------------------------------
 
@@ -77,15 +78,13 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// Peak bytes allocated (live at once) by `f` on this thread, and its time.
-fn measure<T>(f: impl FnOnce() -> T) -> (usize, Duration, T) {
+/// Peak bytes allocated (live at once) by `f` on this thread.
+fn measure<T>(f: impl FnOnce() -> T) -> (usize, T) {
     let base = LIVE.with(Cell::get);
     PEAK.with(|p| p.set(base));
-    let start = Instant::now();
     let out = f();
-    let took = start.elapsed();
     let peak = PEAK.with(Cell::get) - base;
-    (peak.max(0) as usize, took, out)
+    (peak.max(0) as usize, out)
 }
 
 /// The bound: a small multiple of the input, plus a fixed allowance (buffers
@@ -300,81 +299,223 @@ proptest! {
     #[test]
     fn argv_never_panics_and_stays_small(args in hostile_argv()) {
         let len: usize = args.iter().map(|a| a.len() + 8).sum();
-        let (peak, _, ()) = measure(|| parse_argv(&args));
+        let (peak, ()) = measure(|| parse_argv(&args));
         within("argv", len, peak);
     }
 
     #[test]
     fn dialects_never_panic_and_stay_small(text in hostile_text()) {
-        let (peak, _, ()) = measure(|| parse_text(&text));
+        let (peak, ()) = measure(|| parse_text(&text));
         within("dialects", text.len(), peak);
     }
 
     #[test]
     fn dialects_take_any_unicode(text in "\\PC{0,2000}") {
-        let (peak, _, ()) = measure(|| parse_text(&text));
+        let (peak, ()) = measure(|| parse_text(&text));
         within("dialects (unicode)", text.len(), peak);
     }
 
     #[test]
     fn observer_never_panics_and_stays_small(bytes in hostile_output(), chunk in 1usize..300) {
-        let (peak, _, ()) = measure(|| observe(&bytes, chunk));
+        let (peak, ()) = measure(|| observe(&bytes, chunk));
         within("observer", bytes.len(), peak);
     }
 
     #[test]
     fn stream_json_reader_never_panics_and_stays_small(bytes in hostile_input(), chunk in 1usize..300) {
-        let (peak, _, _) = measure(|| read_stream(&bytes, chunk));
+        let (peak, _) = measure(|| read_stream(&bytes, chunk));
         within("stream-json reader", bytes.len(), peak);
     }
 
     #[test]
     fn reply_normalisation_never_panics(text in "(<thinking>|</thinking>|\\PC){0,300}") {
-        let (peak, _, _) = measure(|| claude_shim::identity::ReplyHash::of(&text));
+        let (peak, _) = measure(|| claude_shim::identity::ReplyHash::of(&text));
         within("reply hash", text.len(), peak);
     }
 }
 
 // ---- scaling: large adversarial inputs ---------------------------------------------
+//
+// Work is counted, not timed: callgrind counts the instructions `f` executes
+// on an input and on one ×8 as large. The count is the same on an idle and a
+// loaded machine; linear code takes ×8 (a little more where buffers double),
+// a rescan of the whole input per line or per read ×64. Each scaling test
+// runs itself again under `valgrind --tool=callgrind` (HOSTILE_PROBE set: it
+// only calls `counted_work` on each input, which callgrind dumps one by one)
+// and compares the counts; allocation is checked natively as everywhere here.
 
-/// `f` on inputs of two sizes (256 KiB and ×8): allocation within the bound
-/// at both, time at most ×32 (linear is ×8, up to ×20 measured where the
-/// larger input falls out of the caches; quadratic is ×64).
-fn scales<I>(what: &str, make: impl Fn(usize) -> I, len: impl Fn(&I) -> usize, f: impl Fn(&I)) {
-    let base = std::env::var("HOSTILE_BASE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256 << 10);
-    scales_from(base, what, make, len, f)
+/// The most ×8 the input may cost in instructions.
+const MAX_RATIO: f64 = 16.0;
+
+type Call = Box<dyn Fn()>;
+/// Builds the input of size n: (its bytes, `f` on it).
+type Prepare = Box<dyn Fn(usize) -> (usize, Call)>;
+
+/// The cases of one scaling test.
+struct Scaling {
+    /// The test's name, to run it again (`--exact`).
+    test: &'static str,
+    cases: Vec<(String, usize, Prepare)>,
 }
 
-fn scales_from<I>(
-    base: usize,
-    what: &str,
-    make: impl Fn(usize) -> I,
-    len: impl Fn(&I) -> usize,
-    f: impl Fn(&I),
-) {
-    let small = make(base);
-    let large = make(base * 8);
-    f(&small); // warm up
-    let (ps, ts, ()) = measure(|| f(&small));
-    let (pl, tl, ()) = measure(|| f(&large));
-    within(what, len(&small), ps);
-    within(what, len(&large), pl);
-    let floor = Duration::from_millis(2);
-    let ratio = tl.as_secs_f64() / ts.max(floor).as_secs_f64();
-    eprintln!(
-        "{what:<40} {:>8} B: {ts:>10.2?} {:>5.1}×mem | {:>8} B: {tl:>10.2?} {:>5.1}×mem | time ×{ratio:.1}",
-        len(&small),
-        ps as f64 / len(&small) as f64,
-        len(&large),
-        pl as f64 / len(&large) as f64,
-    );
-    assert!(
-        ratio <= 32.0,
-        "{what}: ×8 the input took ×{ratio:.1} the time ({ts:?} → {tl:?})"
-    );
+/// The default size of the smaller input (`HOSTILE_BASE`): 32 KiB, and 4 KiB
+/// in a debug build, whose code runs some 20× slower under callgrind too.
+fn base() -> usize {
+    std::env::var("HOSTILE_BASE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) {
+            4 << 10
+        } else {
+            32 << 10
+        })
+}
+
+/// What callgrind counts: everything `f` runs, and nothing else.
+#[inline(never)]
+fn counted_work(f: &dyn Fn()) {
+    f();
+    std::hint::black_box(());
+}
+
+impl Scaling {
+    fn new(test: &'static str) -> Scaling {
+        Scaling {
+            test,
+            cases: Vec::new(),
+        }
+    }
+
+    /// `f` on `make(n)` (of `len` bytes) at n = `base` and ×8.
+    fn case<I: 'static>(
+        &mut self,
+        what: &str,
+        base: usize,
+        make: impl Fn(usize) -> I + 'static,
+        len: impl Fn(&I) -> usize + 'static,
+        f: impl Fn(&I) + Clone + 'static,
+    ) {
+        let prepare = move |n: usize| {
+            let input = make(n);
+            let bytes = len(&input);
+            let f = f.clone();
+            (bytes, Box::new(move || f(&input)) as Call)
+        };
+        self.cases.push((what.to_owned(), base, Box::new(prepare)));
+    }
+
+    fn sizes(base: usize) -> [usize; 2] {
+        [base, base * 8]
+    }
+
+    /// Under callgrind: each call once, warmed up (lazy set-up is not work
+    /// that scales), in order.
+    fn probe(&self) {
+        for (_, base, prepare) in &self.cases {
+            for n in Self::sizes(*base) {
+                let (_, f) = prepare(n);
+                f();
+                counted_work(&*f);
+            }
+        }
+    }
+
+    fn check(self) {
+        if std::env::var_os("HOSTILE_PROBE").is_some() {
+            return self.probe();
+        }
+        let mut lens = Vec::new();
+        for (what, base, prepare) in &self.cases {
+            for n in Self::sizes(*base) {
+                let (bytes, f) = prepare(n);
+                f();
+                let (peak, ()) = measure(&f);
+                within(what, bytes, peak);
+                lens.push(bytes);
+            }
+        }
+        let counts = self.instructions();
+        assert_eq!(
+            counts.len(),
+            lens.len(),
+            "{}: one callgrind dump per call",
+            self.test
+        );
+        let mut problems = Vec::new();
+        for (i, (what, _, _)) in self.cases.iter().enumerate() {
+            let (small, large) = (counts[2 * i], counts[2 * i + 1]);
+            let ratio = large as f64 / small.max(1) as f64;
+            eprintln!(
+                "{what:<48} {:>9} B: {small:>13} instr | {:>9} B: {large:>13} instr | ×{ratio:.1}",
+                lens[2 * i],
+                lens[2 * i + 1]
+            );
+            if ratio > MAX_RATIO {
+                problems.push(format!(
+                    "{what}: ×8 the input took ×{ratio:.1} the instructions ({small} → {large})"
+                ));
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    /// This test again under callgrind: the instructions of each counted call.
+    fn instructions(&self) -> Vec<u64> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("cg");
+        let me = std::env::current_exe().expect("current exe");
+        let mut cmd = std::process::Command::new("valgrind");
+        cmd.arg("--tool=callgrind")
+            .arg(format!("--callgrind-out-file={}", out.display()))
+            .arg("--collect-atstart=no")
+            // Exact names: --dump-after takes no wildcard.
+            .arg(concat!(
+                "--toggle-collect=",
+                module_path!(),
+                "::counted_work"
+            ))
+            .arg(concat!("--dump-after=", module_path!(), "::counted_work"))
+            .arg(&me)
+            .args(["--exact", self.test, "--nocapture", "--test-threads=1"])
+            .env("HOSTILE_PROBE", "1");
+        let ran = match cmd.output() {
+            Ok(ran) => ran,
+            Err(e) => panic!(
+                "valgrind: {e}. The scaling checks count instructions with callgrind: \
+                 install valgrind (.ci/test does)"
+            ),
+        };
+        assert!(
+            ran.status.success(),
+            "{} under callgrind: {:?}\n{}",
+            self.test,
+            ran.status,
+            String::from_utf8_lossy(&ran.stderr)
+        );
+        // cg.1, cg.2, …: one dump per call, in call order.
+        let mut dumps: Vec<(u64, u64)> = std::fs::read_dir(dir.path())
+            .expect("read dumps")
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let n: u64 = name.strip_prefix("cg.")?.parse().ok()?;
+                let text = std::fs::read_to_string(e.path()).ok()?;
+                let total = text
+                    .lines()
+                    .find_map(|l| {
+                        l.strip_prefix("summary:")
+                            .or_else(|| l.strip_prefix("totals:"))
+                    })?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()?;
+                Some((n, total))
+            })
+            .collect();
+        dumps.sort();
+        dumps.into_iter().map(|(_, total)| total).collect()
+    }
 }
 
 fn repeat_to(unit: &str, size: usize) -> String {
@@ -383,6 +524,7 @@ fn repeat_to(unit: &str, size: usize) -> String {
 
 #[test]
 fn dialects_scale_linearly() {
+    let mut s = Scaling::new("hostile::dialects_scale_linearly");
     let units = [
         ("Human: x\n\nAssistant: y\n\n", "labels, alternating"),
         ("Human: x\n", "labels, one role only"),
@@ -395,16 +537,18 @@ fn dialects_scale_linearly() {
         ("<thinking>", "thinking, unclosed"),
     ];
     for (unit, name) in units {
-        scales(
+        s.case(
             &format!("dialects: {name}"),
-            |n| repeat_to(unit, n),
+            base(),
+            move |n| repeat_to(unit, n),
             String::len,
-            |t| parse_text(t),
+            move |t| parse_text(t),
         );
     }
-    scales(
+    s.case(
         "dialects: json messages",
-        |n| {
+        base(),
+        move |n| {
             let msg = r#"{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"text","text":"y"}]},"#;
             format!(
                 "[{}{{\"role\":\"user\",\"content\":\"z\"}}]",
@@ -412,47 +556,54 @@ fn dialects_scale_linearly() {
             )
         },
         String::len,
-        |t| parse_text(t),
+        move |t| parse_text(t),
     );
-    scales(
+    s.case(
         "dialects: json small numbers",
-        |n| format!("[{}0]", "0,".repeat(n / 2)),
+        base(),
+        move |n| format!("[{}0]", "0,".repeat(n / 2)),
         String::len,
-        |t| parse_text(t),
+        move |t| parse_text(t),
     );
+    s.check();
 }
 
 #[test]
 fn observer_scales_linearly() {
+    let mut s = Scaling::new("hostile::observer_scales_linearly");
     let event = concat!(
         r#"{"type":"assistant","uuid":"6e8e0435-8e12-4245-aa25-f674ed4e97a7","message":{"content":[{"type":"text","text":"some words"}]}}"#,
         "\n"
     );
     for (name, chunk) in [("64 KiB reads", 64 << 10), ("4 KiB reads", 4 << 10)] {
-        scales(
+        s.case(
             &format!("observer: events, {name}"),
-            |n| repeat_to(event, n).into_bytes(),
+            base(),
+            move |n| repeat_to(event, n).into_bytes(),
             Vec::len,
-            |b| observe(b, chunk),
+            move |b| observe(b, chunk),
         );
-        scales(
+        s.case(
             &format!("observer: one long line, {name}"),
-            |n| {
+            base(),
+            move |n| {
                 let mut line = br#"{"type":"result","result":""#.to_vec();
                 line.extend(std::iter::repeat_n(b'a', n));
                 line.extend_from_slice(b"\"}\n");
                 line
             },
             Vec::len,
-            |b| observe(b, chunk),
+            move |b| observe(b, chunk),
         );
     }
+    s.check();
 }
 
 /// An Agent SDK user message carrying a large attachment (an image as
 /// base64) arrives in pipe-sized reads.
 #[test]
 fn stream_json_reader_scales_linearly() {
+    let mut s = Scaling::new("hostile::stream_json_reader_scales_linearly");
     let user_line = |n: usize| {
         let mut line = br#"{"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","data":""#.to_vec();
         line.extend(std::iter::repeat_n(b'A', n));
@@ -461,50 +612,53 @@ fn stream_json_reader_scales_linearly() {
         line
     };
     for (name, chunk) in [("64 KiB reads", 64 << 10), ("4 KiB reads", 4 << 10)] {
-        // 4 MiB and 32 MiB (photos, base64): both well out of the caches,
-        // so the time ratio is the algorithm's.
-        scales_from(
-            4 << 20,
+        s.case(
             &format!("stream-json reader: one big line, {name}"),
+            base() * 8,
             user_line,
             Vec::len,
-            |b| {
+            move |b| {
                 let p = read_stream(b, chunk);
                 assert!(matches!(p, Prompt::StreamJson { .. }));
             },
         );
-        scales(
+        s.case(
             &format!("stream-json reader: control lines, {name}"),
-            |n| {
+            base(),
+            move |n| {
                 let control = "{\"type\":\"control_request\",\"request_id\":\"1\",\"request\":{\"subtype\":\"initialize\"}}\n";
                 let mut b = repeat_to(control, n).into_bytes();
                 b.extend_from_slice(&user_line(10));
                 b
             },
             Vec::len,
-            |b| {
+            move |b| {
                 let _ = read_stream(b, chunk);
             },
         );
-        scales(
+        s.case(
             &format!("stream-json reader: one line per message, {name}"),
-            |n| {
+            base(),
+            move |n| {
                 let msg = "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"one message\"}}\n";
                 repeat_to(msg, n).into_bytes()
             },
             Vec::len,
-            |b| {
+            move |b| {
                 let _ = read_stream(b, chunk);
             },
         );
     }
+    s.check();
 }
 
 #[test]
 fn argv_scales_linearly() {
-    scales(
+    let mut s = Scaling::new("hostile::argv_scales_linearly");
+    s.case(
         "argv: many flags",
-        |n| {
+        base(),
+        move |n| {
             let unit = ["--allowedTools", "Bash", "Read", "--add-dir", "/x"];
             let per: usize = unit.iter().map(|a| a.len()).sum();
             let mut v: Vec<OsString> = Vec::new();
@@ -514,20 +668,22 @@ fn argv_scales_linearly() {
             v.push("-p".into());
             v
         },
-        |v| v.iter().map(|a| a.len() + 8).sum(),
-        |v| parse_argv(v),
+        move |v| v.iter().map(|a| a.len() + 8).sum(),
+        move |v| parse_argv(v),
     );
-    scales(
+    s.case(
         "argv: one huge prompt",
-        |n| {
+        base(),
+        move |n| {
             vec![
                 OsString::from("-p"),
                 OsString::from("Human: x\n\n".repeat(n / 10)),
             ]
         },
-        |v| v.iter().map(|a| a.len()).sum(),
-        |v| parse_argv(v),
+        move |v| v.iter().map(|a| a.len()).sum(),
+        move |v| parse_argv(v),
     );
+    s.check();
 }
 
 // ---- invalid UTF-8 reaches the CLI byte for byte ----------------------------------
