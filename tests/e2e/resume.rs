@@ -15,10 +15,11 @@
 //! its debug log (`CLAUDE_SHIM_LOG`) tell how each turn ran.
 //! Needs the real CLI: run `.ci/install-cli` first (the tests fail, not skip, without it).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Barrier;
 
-use crate::support::{describe, run, ApiServer, Client, LoggedRequest, Ran, Sandbox};
+use crate::support::store::{run_rows, RunRow};
+use crate::support::{describe, run, ApiServer, Chat, Client, LoggedRequest, Ran, Sandbox};
 use serde_json::Value;
 
 // ---- clients ---------------------------------------------------------------------------
@@ -84,14 +85,6 @@ fn reply_text(req: &LoggedRequest, numbered: bool) -> String {
     }
 }
 
-/// One row of the shim's `runs` table.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct RunRow {
-    kind: String,
-    session: Option<String>,
-    cwd: String,
-}
-
 struct World {
     server: ApiServer,
     sb: Sandbox,
@@ -115,11 +108,7 @@ impl World {
     fn conv(&self, client: Client) -> Conv<'_> {
         Conv {
             w: self,
-            client,
-            history: Vec::new(),
-            extra: Vec::new(),
-            env: Vec::new(),
-            cwd: None,
+            chat: Chat::new(client),
         }
     }
 
@@ -128,24 +117,7 @@ impl World {
     }
 
     fn runs(&self) -> Vec<RunRow> {
-        let path = self.sb.shim_home.join("shim.db");
-        if !path.exists() {
-            return Vec::new();
-        }
-        let db = rusqlite::Connection::open(&path).expect("open shim.db");
-        let mut stmt = db
-            .prepare("SELECT kind, session, cwd FROM runs ORDER BY id")
-            .expect("query runs");
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(RunRow {
-                    kind: r.get(0)?,
-                    session: r.get(1)?,
-                    cwd: r.get(2)?,
-                })
-            })
-            .expect("read runs");
-        rows.collect::<Result<_, _>>().expect("runs rows")
+        run_rows(&self.sb.shim_home)
     }
 
     fn errors_log(&self) -> Option<String> {
@@ -191,15 +163,23 @@ impl World {
 
 // ---- a conversation --------------------------------------------------------------------
 
+/// A conversation of the client model (`Chat`: history, flags, env, cwd) in this world.
 struct Conv<'w> {
     w: &'w World,
-    client: Client,
-    /// `(user, assistant)` pairs the client replays, as it received them.
-    history: Vec<(String, String)>,
-    /// Flags before the prompt.
-    extra: Vec<String>,
-    env: Vec<(String, String)>,
-    cwd: Option<PathBuf>,
+    chat: Chat,
+}
+
+impl std::ops::Deref for Conv<'_> {
+    type Target = Chat;
+    fn deref(&self) -> &Chat {
+        &self.chat
+    }
+}
+
+impl std::ops::DerefMut for Conv<'_> {
+    fn deref_mut(&mut self) -> &mut Chat {
+        &mut self.chat
+    }
 }
 
 /// One finished turn.
@@ -251,16 +231,12 @@ impl<'w> Conv<'w> {
     fn branch(&self, history: Vec<(String, String)>) -> Conv<'w> {
         Conv {
             w: self.w,
-            client: self.client,
-            history,
-            extra: self.extra.clone(),
-            env: self.env.clone(),
-            cwd: self.cwd.clone(),
+            chat: self.chat.branch(history),
         }
     }
 
     fn prompt(&self, text: &str) -> String {
-        self.client.prompt(&self.history, text)
+        self.chat.render(text)
     }
 
     /// The first prompt of this conversation, as turn 1 sent it.
@@ -270,15 +246,9 @@ impl<'w> Conv<'w> {
 
     /// Run the real CLI through the shim for one prompt (no checks).
     fn exec(&self, prompt: &str) -> Ran {
-        let (args, stdin) = self.client.invocation(&self.extra, prompt);
-        let mut cmd = self.w.sb.shimmed(&args);
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        if let Some(cwd) = &self.cwd {
-            cmd.current_dir(cwd);
-        }
-        run(cmd, &stdin)
+        let mut cmd = self.w.sb.shim();
+        let input = self.chat.prepare_prompt(&mut cmd, prompt);
+        run(cmd, input)
     }
 
     /// One turn: the client sends its transcript plus `text`, must get a clean, correct
@@ -711,13 +681,13 @@ fn changed_append_system_prompt_runs_fresh() {
     let mut c = w.conv(Client::LangChain);
     let one = "Answer in the style of SYSPROMPT-ONE.";
     let two = "Answer in the style of SYSPROMPT-TWO.";
-    c.extra = strings(&["--append-system-prompt", one]);
+    c.args = strings(&["--append-system-prompt", one]);
     let t = say_n(&mut c, "alpha", 2);
     let original = t[0].session();
     assert_eq!(t[1].kind(), "resumed", "{}", w.context());
     assert!(system_text(t[1].request()).contains(one));
 
-    c.extra = strings(&["--append-system-prompt", two]);
+    c.args = strings(&["--append-system-prompt", two]);
     let t3 = c.say(&question("alpha", 3));
     let req = t3.request();
     assert_full(&w, req, &t3.prompt);
@@ -744,14 +714,14 @@ fn changed_append_system_prompt_runs_fresh() {
 fn changed_model_runs_fresh_with_the_new_model() {
     let w = World::new();
     let mut c = w.conv(Client::Wrapper);
-    c.extra = strings(&["--model", "claude-sonnet-5-5"]);
+    c.args = strings(&["--model", "claude-sonnet-5-5"]);
     let t = say_n(&mut c, "alpha", 2);
     assert_eq!(t[1].kind(), "resumed", "{}", w.context());
     assert!(t
         .iter()
         .all(|t| t.request().model() == Some("claude-sonnet-5-5")));
 
-    c.extra = strings(&["--model", "claude-haiku-5-5"]);
+    c.args = strings(&["--model", "claude-haiku-5-5"]);
     let t3 = c.say(&question("alpha", 3));
     assert_full(&w, t3.request(), &t3.prompt);
     assert_eq!(t3.request().model(), Some("claude-haiku-5-5"));

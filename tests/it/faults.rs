@@ -462,7 +462,7 @@ fn cli_killed_mid_stream_pins_nothing() {
             assert_eq!(pins(&w), pins_before, "{die}: a killed run was pinned");
             let last = runs(&w).pop().unwrap();
             assert!(
-                last.2 < 0,
+                last.exit < 0,
                 "{die}: the run is logged as a signal death: {last:?}"
             );
         }

@@ -28,6 +28,7 @@
 
 use crate::support::process::run;
 use crate::support::sandbox::{session_files, Sandbox};
+use crate::support::store::{open_at, run_rows, RunRow};
 use crate::support::turns::ack;
 use crate::support::Client;
 use crate::support::Ran;
@@ -199,38 +200,8 @@ fn timing(label: &str, calls: &[Call], wall: Duration) {
 
 // ---- the shim's database and the session files -------------------------------------
 
-#[derive(Debug, Clone)]
-struct RunRow {
-    kind: String,
-    session: Option<String>,
-    cwd: String,
-}
-
-fn db(shim_home: &Path) -> rusqlite::Connection {
-    let conn = rusqlite::Connection::open_with_flags(
-        shim_home.join("shim.db"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .expect("open shim.db");
-    conn.busy_timeout(Duration::from_secs(30)).unwrap();
-    conn
-}
-
 fn runs(shim_home: &Path) -> Vec<RunRow> {
-    let conn = db(shim_home);
-    let mut stmt = conn
-        .prepare("SELECT kind, session, cwd FROM runs ORDER BY id")
-        .unwrap();
-    let rows = stmt
-        .query_map([], |r| {
-            Ok(RunRow {
-                kind: r.get(0)?,
-                session: r.get(1)?,
-                cwd: r.get(2)?,
-            })
-        })
-        .unwrap();
-    rows.collect::<Result<_, _>>().unwrap()
+    run_rows(shim_home)
 }
 
 /// Main-thread user/assistant records of a session file: (uuid, parentUuid, type).
@@ -270,7 +241,7 @@ fn check_consistency(home: &Path, shim_home: &Path) -> Result<(), String> {
             }
         }
     }
-    let conn = db(shim_home);
+    let conn = open_at(shim_home).expect("shim.db");
     let mut stmt = conn
         .prepare("SELECT session, assistant_uuid FROM pins")
         .unwrap();

@@ -2,7 +2,7 @@
 //! at any time (the store's injectable clock, no raw SQL), and read-only
 //! views of its tables for assertions.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use claude_shim::store::pins::{NewPin, Ownership};
 use claude_shim::store::runs::Run;
@@ -15,7 +15,12 @@ pub fn db_path(w: &Sandbox) -> PathBuf {
 }
 
 fn open(w: &Sandbox) -> Option<rusqlite::Connection> {
-    let path = db_path(w);
+    open_at(&w.shim_home)
+}
+
+/// The store in `shim_home`, read-only, waiting out writers.
+pub fn open_at(shim_home: &Path) -> Option<rusqlite::Connection> {
+    let path = shim_home.join("shim.db");
     if !path.exists() {
         return None;
     }
@@ -26,26 +31,45 @@ fn open(w: &Sandbox) -> Option<rusqlite::Connection> {
     Some(db)
 }
 
-/// `runs` rows: (kind, session, exit).
-pub fn runs(w: &Sandbox) -> Vec<(String, Option<String>, i64)> {
-    let Some(db) = open(w) else { return Vec::new() };
+/// One row of the shim's `runs` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunRow {
+    pub kind: String,
+    pub session: Option<String>,
+    pub cwd: String,
+    /// The exit code, or −signal.
+    pub exit: i64,
+}
+
+/// The `runs` table of the store in `shim_home`, oldest first (empty when
+/// there is no store yet).
+pub fn run_rows(shim_home: &Path) -> Vec<RunRow> {
+    let Some(db) = open_at(shim_home) else {
+        return Vec::new();
+    };
     let mut stmt = db
-        .prepare("SELECT kind, session, exit FROM runs ORDER BY id")
+        .prepare("SELECT kind, session, cwd, exit FROM runs ORDER BY id")
         .expect("runs");
     let rows = stmt
         .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-            ))
+            Ok(RunRow {
+                kind: r.get(0)?,
+                session: r.get(1)?,
+                cwd: r.get(2)?,
+                exit: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+            })
         })
         .expect("runs");
     rows.collect::<Result<_, _>>().expect("runs rows")
 }
 
+/// The sandbox's `runs` rows.
+pub fn runs(w: &Sandbox) -> Vec<RunRow> {
+    run_rows(&w.shim_home)
+}
+
 pub fn kinds(w: &Sandbox) -> Vec<String> {
-    runs(w).into_iter().map(|r| r.0).collect()
+    runs(w).into_iter().map(|r| r.kind).collect()
 }
 
 /// `pins` rows: (session, assistant_uuid, turns).
