@@ -717,7 +717,7 @@ fn standard_signals(masks: &str) -> Vec<(String, u64)> {
 // The same faults where only the real Claude Code CLI can tell what happens.
 
 mod real {
-    use crate::support::turns::{ack, mask_uuids, say, tag};
+    use crate::support::turns::{ack, mask_uuids, say, tag, tags_in};
     use crate::support::Ran;
     use crate::support::{describe, ApiServer, LoggedRequest, Sandbox};
     use crate::support::{Chat, Client};
@@ -725,18 +725,7 @@ mod real {
 
     /// Every `<<tag>>` in the user messages the model was sent, in order.
     pub fn tags_seen(req: &LoggedRequest) -> Vec<String> {
-        let mut tags = Vec::new();
-        for text in req.user_texts() {
-            let mut rest = text.as_str();
-            while let Some(start) = rest.find("<<") {
-                let Some(len) = rest[start..].find(">>") else {
-                    break;
-                };
-                tags.push(rest[start..start + len + 2].to_string());
-                rest = &rest[start + len + 2..];
-            }
-        }
-        tags
+        req.user_texts().iter().flat_map(|t| tags_in(t)).collect()
     }
 
     /// A server whose reply names the conversation the model saw.

@@ -29,7 +29,7 @@
 use crate::support::process::run;
 use crate::support::sandbox::{session_files, Sandbox};
 use crate::support::store::{open_at, run_rows, RunRow};
-use crate::support::turns::ack;
+use crate::support::turns::{ack, tags_in};
 use crate::support::Client;
 use crate::support::Ran;
 use serde_json::Value;
@@ -66,19 +66,6 @@ impl Conv {
         tags.extend(tags_in(current));
         ack(&tags)
     }
-}
-
-fn tags_in(text: &str) -> Vec<String> {
-    let mut tags = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("<<") {
-        let Some(len) = rest[start..].find(">>") else {
-            break;
-        };
-        tags.push(rest[start..start + len + 2].to_string());
-        rest = &rest[start + len + 2..];
-    }
-    tags
 }
 
 /// 8 conversations: c0..c3 in `one`, c4..c7 each in its own cwd; c4 is a copy

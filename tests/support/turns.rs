@@ -16,6 +16,20 @@ pub fn tag(conv: &str, k: usize) -> String {
     format!("<<{conv}.{k}>>")
 }
 
+/// Every `<<tag>>` in `text`, in order.
+pub fn tags_in(text: &str) -> Vec<String> {
+    let mut tags = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("<<") {
+        let Some(len) = rest[start..].find(">>") else {
+            break;
+        };
+        tags.push(rest[start..start + len + 2].to_string());
+        rest = &rest[start + len + 2..];
+    }
+    tags
+}
+
 /// The reply the fake gives when the model saw exactly these tags.
 pub fn ack(tags: &[String]) -> String {
     let names: Vec<&str> = tags
