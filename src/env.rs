@@ -26,6 +26,9 @@ pub const PERSISTENCE: &str = "CLAUDE_SHIM_PERSISTENCE";
 pub const EPHEMERAL_TTL: &str = "CLAUDE_SHIM_EPHEMERAL_TTL";
 /// `portable`: use the portable fallbacks of the Linux-only calls (tests).
 pub const PLATFORM: &str = "CLAUDE_SHIM_PLATFORM";
+/// `1`: panic inside the turn's decision (tests prove a panic never reaches
+/// the caller: the turn runs as asked).
+pub const TEST_PANIC: &str = "CLAUDE_SHIM_TEST_PANIC";
 
 /// All variables with a one-line description, for `--help` and the README.
 pub const ALL: &[(&str, &str)] = &[
@@ -68,6 +71,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         PLATFORM,
         "portable = use the portable fallbacks of Linux-only calls (for tests)",
+    ),
+    (
+        TEST_PANIC,
+        "1 = panic inside the turn's decision (for tests: the turn still runs as asked)",
     ),
 ];
 
@@ -119,6 +126,10 @@ pub fn ephemeral_ttl() -> std::time::Duration {
         .ok()
         .and_then(|v| span(&v))
         .unwrap_or(std::time::Duration::from_secs(3600))
+}
+
+pub fn test_panic() -> bool {
+    flag(TEST_PANIC)
 }
 
 pub fn portable_platform() -> bool {

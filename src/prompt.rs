@@ -31,9 +31,13 @@ pub enum Prompt {
         more: Vec<Vec<u8>>,
         after: Vec<u8>,
     },
+    /// stream-json input whose control lines came first and then nothing:
+    /// an Agent SDK waiting for the answer to `initialize` before it sends
+    /// the user message. `before[..complete]` are complete lines.
+    Waiting { before: Vec<u8>, complete: usize },
     /// Nothing the shim can read: stdin is a terminal (`inherit`), or
-    /// stream-json input ended or paused before a user message; `bytes` is
-    /// what was consumed.
+    /// stream-json input ended before a user message; `bytes` is what was
+    /// consumed.
     None { bytes: Vec<u8>, inherit: bool },
 }
 
@@ -46,8 +50,7 @@ impl Prompt {
             Prompt::StreamJson { text, more, .. } if more.is_empty() => {
                 text.as_deref().map(Cow::Borrowed)
             }
-            Prompt::StreamJson { .. } => None,
-            Prompt::None { .. } => None,
+            Prompt::StreamJson { .. } | Prompt::Waiting { .. } | Prompt::None { .. } => None,
         }
     }
 
@@ -59,7 +62,7 @@ impl Prompt {
             Prompt::StreamJson { line, more, .. } => {
                 line.len() + more.iter().map(Vec::len).sum::<usize>()
             }
-            Prompt::None { bytes, .. } => bytes.len(),
+            Prompt::Waiting { before: bytes, .. } | Prompt::None { bytes, .. } => bytes.len(),
         }
     }
 
@@ -95,10 +98,10 @@ pub fn read(args: &ParsedArgs, input: InputFormat) -> std::io::Result<Prompt> {
 }
 
 /// How long to wait for the user message once control lines came first.
-/// An Agent SDK that writes both at once is rewritten; one that waits for the
-/// CLI's answer to `initialize` first must not deadlock (nor wait long): the
-/// turn then runs unchanged, at most this much later.
-pub const CONTROL_PATIENCE: Duration = Duration::from_millis(50);
+/// The TypeScript Agent SDK writes both at once (0.1 ms apart); the Python
+/// one waits for the CLI's answer to `initialize` first, so past this the
+/// turn starts a CLI to answer it (see `turn::handshake`).
+pub const CONTROL_PATIENCE: Duration = Duration::from_millis(25);
 
 /// A source of input chunks that can wait with a time limit.
 pub trait Chunks {
@@ -150,16 +153,37 @@ impl Chunks for SliceChunks<'_> {
     }
 }
 
-/// Read stream-json lines until the first user message.
+/// Read stream-json lines until the first user message. Control lines
+/// followed by silence end it early: [`Prompt::Waiting`].
 pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
-    let mut buf: Vec<u8> = Vec::new();
-    // `buf[..scanned]` is complete non-user lines; `buf[scanned..searched]`
-    // holds no newline (a long line arriving in many reads is searched once,
-    // not once per read).
-    let mut scanned = 0;
-    let mut searched = 0;
+    scan(input, Vec::new(), 0, true, &mut |_| {})
+}
+
+/// Go on reading after [`Prompt::Waiting`], as long as the caller takes:
+/// `forward` gets each further complete line that is not a user message, as
+/// it arrives (the handshake passes them to the CLI answering them).
+pub fn read_after_waiting(
+    input: &mut impl Chunks,
+    before: Vec<u8>,
+    complete: usize,
+    forward: &mut dyn FnMut(&[u8]),
+) -> std::io::Result<Prompt> {
+    scan(input, before, complete, false, forward)
+}
+
+/// `buf[..scanned]` is complete non-user lines already seen.
+fn scan(
+    input: &mut impl Chunks,
+    mut buf: Vec<u8>,
+    mut scanned: usize,
+    patient: bool,
+    forward: &mut dyn FnMut(&[u8]),
+) -> std::io::Result<Prompt> {
+    // `buf[scanned..searched]` holds no newline (a long line arriving in
+    // many reads is searched once, not once per read).
+    let mut searched = scanned;
     loop {
-        while let Some(nl) = buf[searched..].iter().position(|&b| b == b'\n') {
+        while let Some(nl) = memchr::memchr(b'\n', &buf[searched..]) {
             let end = searched + nl + 1;
             searched = end;
             if let Some(text) = user_line(&buf[scanned..end]) {
@@ -174,15 +198,16 @@ pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
                     after,
                 });
             }
+            forward(&buf[scanned..end]);
             scanned = end;
         }
         searched = buf.len();
-        let patience = (scanned > 0).then_some(CONTROL_PATIENCE);
+        let patience = (patient && scanned > 0).then_some(CONTROL_PATIENCE);
         match input.chunk(patience)? {
             None => {
-                return Ok(Prompt::None {
-                    bytes: buf,
-                    inherit: false,
+                return Ok(Prompt::Waiting {
+                    before: buf,
+                    complete: scanned,
                 })
             }
             Some(c) if c.is_empty() => {
@@ -404,16 +429,30 @@ mod tests {
     }
 
     #[test]
-    fn stream_json_gives_up_when_control_lines_are_followed_by_silence() {
-        // An SDK waiting for the initialize response: no deadlock, run unchanged.
-        let p =
-            read_stream_json(&mut Script(vec![Some(CONTROL), None, Some(USER)].into())).unwrap();
+    fn stream_json_says_when_control_lines_are_followed_by_silence() {
+        // An SDK waiting for the initialize response: no deadlock; the
+        // handshake reads on, forwarding what comes before the user line.
+        let mut input = Script(vec![Some(CONTROL), None, Some(CONTROL), Some(USER)].into());
+        let p = read_stream_json(&mut input).unwrap();
         assert_eq!(
             p,
-            Prompt::None {
-                bytes: CONTROL.to_vec(),
-                inherit: false
+            Prompt::Waiting {
+                before: CONTROL.to_vec(),
+                complete: CONTROL.len()
             }
+        );
+        let mut forwarded = Vec::new();
+        let p = read_after_waiting(&mut input, CONTROL.to_vec(), CONTROL.len(), &mut |l| {
+            forwarded.push(l.to_vec())
+        })
+        .unwrap();
+        assert_eq!(forwarded, [CONTROL.to_vec()]);
+        let Prompt::StreamJson { before, line, .. } = &p else {
+            panic!("{p:?}")
+        };
+        assert_eq!(
+            (&before[..], &line[..]),
+            (&[CONTROL, CONTROL].concat()[..], USER)
         );
         // Without control lines the shim waits as the CLI would.
         let p = read_stream_json(&mut Script(vec![None, Some(USER)].into())).unwrap();

@@ -23,6 +23,8 @@ pub trait Watch: Send + Sync {
     /// The CLI can take no further message: text input, or the caller's
     /// stream-json input reached its end.
     fn input_closed(&self);
+    /// A held run proved itself and its output now reaches the caller.
+    fn committed(&self) {}
 }
 
 /// What the child reads on stdin.
@@ -36,6 +38,8 @@ pub enum StdinPlan {
     /// already read ahead) and whatever the caller writes later, until EOF
     /// (stream-json input stays open for tool answers and control responses).
     Stream { first: Vec<u8>, pending: Vec<u8> },
+    /// A pipe the turn writes itself (see [`Running::take_stdin`]).
+    Manual,
 }
 
 pub struct Spec {
@@ -47,6 +51,10 @@ pub struct Spec {
     pub hold: bool,
     /// Recursion-guard value for the child's environment.
     pub guard: String,
+    /// `control_response` lines answering these request ids are dropped
+    /// from stdout: the requests were replayed to this child after another
+    /// one had answered the caller (the Agent SDK handshake).
+    pub drop_responses: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +92,15 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// A run that could not be waited for (its end is unknown: exit 1).
+    pub fn failed() -> Finished {
+        Finished {
+            exit: Exit::Code(1),
+            observation: Observation::default(),
+            hold: tee::Hold::new(false).0,
+        }
+    }
+
     /// Whether any output of this run reached the caller.
     pub fn released(&self) -> bool {
         tee::released(&self.hold)
@@ -112,6 +129,28 @@ pub fn run(
     child_pid: &signals::ChildPid,
     watch: Option<Arc<dyn Watch>>,
 ) -> std::io::Result<Finished> {
+    start(spec, child_pid, watch)?.wait()
+}
+
+/// A child the turn may still feed, silence or stop before waiting for it.
+pub struct Running {
+    child: std::process::Child,
+    pid: i32,
+    child_pid: signals::ChildPid,
+    hold: tee::SharedHold,
+    stdin: Option<std::process::ChildStdin>,
+    gate: Option<std::sync::mpsc::Receiver<()>>,
+    out_thread: Option<std::thread::JoinHandle<Option<Observer>>>,
+    err_thread: Option<std::thread::JoinHandle<Option<Observer>>>,
+}
+
+/// Start the child: its output is teed (held while `spec.hold`), its stdin
+/// fed per `spec.stdin`.
+pub fn start(
+    spec: Spec,
+    child_pid: &signals::ChildPid,
+    watch: Option<Arc<dyn Watch>>,
+) -> std::io::Result<Running> {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .env(crate::env::GUARD, &spec.guard)
@@ -141,76 +180,104 @@ pub fn run(
             return Err(e);
         }
     };
-    child_pid.set(child.id() as i32);
+    let pid = child.id() as i32;
+    child_pid.set(pid);
 
     let (hold, gate) = tee::Hold::new(spec.hold);
     let streaming = matches!(spec.stdin, StdinPlan::Stream { .. });
-    if !streaming {
+    if matches!(spec.stdin, StdinPlan::Inherit | StdinPlan::Bytes(_)) {
         if let Some(w) = &watch {
             w.input_closed();
         }
     }
-    let feeder = child.stdin.take().map(|stdin| {
-        let on_eof = streaming.then(|| watch.clone()).flatten();
-        feed(stdin, spec.stdin.clone(), gate, on_eof)
-    });
+    let mut stdin = child.stdin.take();
+    let mut gate = Some(gate);
+    if !matches!(spec.stdin, StdinPlan::Manual) {
+        if let (Some(to), Some(gate)) = (stdin.take(), gate.take()) {
+            let on_eof = streaming.then(|| watch.clone()).flatten();
+            feed(to, spec.stdin.clone(), gate, on_eof);
+        }
+    }
     let err_thread = child.stderr.take().map(|from| {
         let hold = hold.clone();
-        std::thread::spawn(move || tee::copy(from, tee::Stream::Err, hold, None, |_| false, |_| {}))
+        std::thread::spawn(move || tee::copy(from, tee::Stream::Err, hold, tee::Tap::default()))
     });
     let out_thread = child.stdout.take().map(|from| {
         let hold = hold.clone();
-        let observer = Observer::new(spec.output);
-        let watch = watch.clone();
-        std::thread::spawn(move || {
-            // A stream-json init event, or a successful result (json), means
-            // the CLI accepted the session.
-            let proven = |o: &Observer| {
-                let obs = o.observation();
-                obs.init_session.is_some() || obs.has_success_result()
-            };
-            let on_result = |o: &Observer| {
-                if let Some(w) = &watch {
-                    w.result(o.observation());
-                }
-            };
-            tee::copy(
-                from,
-                tee::Stream::Out,
-                hold,
-                Some(observer),
-                proven,
-                on_result,
-            )
-        })
+        let tap = tee::Tap {
+            observer: Some(Observer::new(spec.output)),
+            watch: watch.clone(),
+            drop_responses: spec.drop_responses.clone(),
+        };
+        std::thread::spawn(move || tee::copy(from, tee::Stream::Out, hold, tap))
     });
-
-    let status = child.wait();
-    child_pid.clear();
-    let status = status?;
-    let observer = out_thread.and_then(|t| t.join().ok()).flatten();
-    if let Some(t) = err_thread {
-        let _ = t.join();
-    }
-    // A feeder still waiting on the caller's stdin is left behind on purpose.
-    drop(feeder);
-    let exit = match (status.code(), status.signal()) {
-        (Some(code), _) => Exit::Code(code),
-        (None, Some(sig)) => Signal::try_from(sig).map_or(Exit::Code(128 + sig), Exit::Signal),
-        (None, None) => Exit::Code(1),
-    };
-    Ok(Finished {
-        exit,
-        observation: observer.map(Observer::finish).unwrap_or_default(),
+    Ok(Running {
+        child,
+        pid,
+        child_pid: child_pid.clone(),
         hold,
+        stdin,
+        gate,
+        out_thread,
+        err_thread,
     })
+}
+
+impl Running {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The child's stdin, for `StdinPlan::Manual`.
+    pub fn take_stdin(&mut self) -> Option<std::process::ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// Opens when a held run commits (see [`StdinPlan::Stream`]).
+    pub fn take_gate(&mut self) -> Option<std::sync::mpsc::Receiver<()>> {
+        self.gate.take()
+    }
+
+    /// From now on the child's output reaches nobody.
+    pub fn mute(&self) {
+        tee::mute(&self.hold)
+    }
+
+    /// Ask the child to end (SIGTERM: the CLI writes its closing records and
+    /// exits; it has not called the API if it never got a message).
+    pub fn terminate(&self) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), Signal::SIGTERM);
+    }
+
+    /// Wait for the child and its output to end.
+    pub fn wait(mut self) -> std::io::Result<Finished> {
+        drop(self.stdin.take());
+        let status = self.child.wait();
+        self.child_pid.clear(self.pid);
+        let status = status?;
+        let observer = self.out_thread.take().and_then(|t| t.join().ok()).flatten();
+        if let Some(t) = self.err_thread.take() {
+            let _ = t.join();
+        }
+        // A feeder still waiting on the caller's stdin is left behind on purpose.
+        let exit = match (status.code(), status.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(sig)) => Signal::try_from(sig).map_or(Exit::Code(128 + sig), Exit::Signal),
+            (None, None) => Exit::Code(1),
+        };
+        Ok(Finished {
+            exit,
+            observation: observer.map(Observer::finish).unwrap_or_default(),
+            hold: self.hold,
+        })
+    }
 }
 
 /// Write the planned stdin on its own thread; EPIPE (the child stopped
 /// reading) simply ends it. The caller's later input is forwarded only once
 /// the gate opens (the run is committed), so a discarded attempt never eats
 /// input meant for its retry.
-fn feed(
+pub fn feed(
     mut to: std::process::ChildStdin,
     plan: StdinPlan,
     gate: std::sync::mpsc::Receiver<()>,
@@ -231,32 +298,30 @@ fn forward(
     plan: StdinPlan,
     gate: std::sync::mpsc::Receiver<()>,
 ) {
-    {
-        let (first, pending) = match plan {
-            StdinPlan::Inherit => return,
-            StdinPlan::Bytes(b) => (b, None),
-            StdinPlan::Stream { first, pending } => (first, Some(pending)),
-        };
-        if to.write_all(&first).is_err() {
-            return;
-        }
-        let Some(pending) = pending else { return };
-        if gate.recv().is_err() || to.write_all(&pending).is_err() {
-            return;
-        }
-        // Raw reads of fd 0: the prompt reader never used std's buffer.
-        let mut buf = vec![0u8; 64 << 10];
-        loop {
-            match nix::unistd::read(0, &mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    if to.write_all(&buf[..n]).is_err() {
-                        break;
-                    }
+    let (first, pending) = match plan {
+        StdinPlan::Inherit | StdinPlan::Manual => return,
+        StdinPlan::Bytes(b) => (b, None),
+        StdinPlan::Stream { first, pending } => (first, Some(pending)),
+    };
+    if to.write_all(&first).is_err() {
+        return;
+    }
+    let Some(pending) = pending else { return };
+    if gate.recv().is_err() || to.write_all(&pending).is_err() {
+        return;
+    }
+    // Raw reads of fd 0: the prompt reader never used std's buffer.
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match nix::unistd::read(0, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
                 }
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => break,
             }
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => break,
         }
     }
 }

@@ -3,8 +3,8 @@
 
 use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Signals relayed to the child. SIGINT is special-cased (see `forward_int`).
 pub const FORWARDED: [Signal; 7] = [
@@ -64,29 +64,45 @@ pub fn restore_file_size_limit() {
     }
 }
 
-/// The child as the relay sees it: not started yet (0), running (its pid),
-/// or reaped (-1, so nothing is sent to a recycled pid); and whether the
-/// caller signalled it while it ran.
+/// The children as the relay sees them: none started yet (signals end the
+/// shim: the caller meant to stop `claude`, i.e. us), some running (each
+/// gets the signal), or all reaped (nothing is sent to a recycled pid); and
+/// whether the caller signalled them while they ran. A turn may run two at
+/// once (the Agent SDK handshake).
 #[derive(Clone, Default)]
-pub struct ChildPid(Arc<AtomicI32>, Arc<AtomicBool>);
+pub struct ChildPid(Arc<Mutex<Children>>, Arc<AtomicBool>);
+
+#[derive(Default)]
+struct Children {
+    started: bool,
+    running: Vec<i32>,
+}
 
 enum Child {
     NotYet,
-    Running(Pid),
+    Running(Vec<Pid>),
     Gone,
 }
 
 impl ChildPid {
-    pub fn set(&self, pid: i32) {
-        self.0.store(pid, Ordering::SeqCst)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Children> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
-    pub fn clear(&self) {
-        self.0.store(-1, Ordering::SeqCst)
+    pub fn set(&self, pid: i32) {
+        let mut c = self.lock();
+        c.started = true;
+        c.running.push(pid);
+    }
+    /// `pid` was reaped.
+    pub fn clear(&self, pid: i32) {
+        self.lock().running.retain(|&p| p != pid);
     }
     /// Between attempts (a retry is about to spawn): signals end the shim
     /// again, as no child would receive them.
     pub fn between(&self) {
-        self.0.store(0, Ordering::SeqCst)
+        let mut c = self.lock();
+        c.started = false;
+        c.running.clear();
     }
     /// Whether a signal meant to stop the child (anything but SIGWINCH)
     /// arrived while it ran, forwarded or delivered by the terminal.
@@ -94,10 +110,11 @@ impl ChildPid {
         self.1.load(Ordering::SeqCst)
     }
     fn get(&self) -> Child {
-        match self.0.load(Ordering::SeqCst) {
-            0 => Child::NotYet,
-            p if p > 0 => Child::Running(Pid::from_raw(p)),
-            _ => Child::Gone,
+        let c = self.lock();
+        match (c.started, c.running.is_empty()) {
+            (false, _) => Child::NotYet,
+            (true, false) => Child::Running(c.running.iter().map(|&p| Pid::from_raw(p)).collect()),
+            (true, true) => Child::Gone,
         }
     }
 }
@@ -109,16 +126,19 @@ pub fn relay(child: ChildPid) -> std::io::Result<()> {
         .spawn(move || {
             let set = forwarded_set();
             while let Ok(sig) = set.wait() {
-                if sig != Signal::SIGWINCH && matches!(child.get(), Child::Running(_)) {
+                let state = child.get();
+                if sig != Signal::SIGWINCH && matches!(state, Child::Running(_)) {
                     child.1.store(true, Ordering::SeqCst);
                 }
-                match child.get() {
+                match state {
                     // Nothing started yet (the shim is reading the prompt or
                     // probing): the caller meant to stop `claude`, i.e. us.
                     Child::NotYet if sig != Signal::SIGWINCH => die_by(sig),
                     Child::Running(_) if sig == Signal::SIGINT && !forward_int() => {}
-                    Child::Running(pid) => {
-                        let _ = signal::kill(pid, sig);
+                    Child::Running(pids) => {
+                        for pid in pids {
+                            let _ = signal::kill(pid, sig);
+                        }
                     }
                     _ => {}
                 }

@@ -2,6 +2,8 @@
 //! an optional hold: while a resume attempt is unproven, output is kept back
 //! so a refused resume can be discarded and rerun without the caller seeing it.
 
+use super::Watch;
+use crate::events::Event;
 use crate::observe::Observer;
 use crate::platform::Spliced;
 use std::io::{ErrorKind, Read};
@@ -22,6 +24,8 @@ pub enum Stream {
 #[derive(Default)]
 pub struct Hold {
     committed: bool,
+    /// Nothing more reaches the caller (a child being replaced).
+    muted: bool,
     out: Vec<u8>,
     err: Vec<u8>,
     /// Opens the stdin forwarder once the run is committed; dropped on
@@ -51,15 +55,19 @@ impl Hold {
     }
 }
 
+fn lock(hold: &SharedHold) -> std::sync::MutexGuard<'_, Hold> {
+    hold.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Whether anything reached the caller yet.
 pub fn released(hold: &SharedHold) -> bool {
-    hold.lock().map(|h| h.committed).unwrap_or(true)
+    lock(hold).committed
 }
 
 /// Write out everything held (stderr first: it was the CLI's notice) and pass
 /// later output straight through.
 pub fn commit(hold: &SharedHold) {
-    let Ok(mut h) = hold.lock() else { return };
+    let mut h = lock(hold);
     if h.committed {
         return;
     }
@@ -68,6 +76,9 @@ pub fn commit(hold: &SharedHold) {
         let _ = gate.send(());
     }
     let (out, err) = (std::mem::take(&mut h.out), std::mem::take(&mut h.err));
+    if h.muted {
+        return;
+    }
     // Written under the lock so the other stream cannot overtake its own backlog.
     let _ = write_all(Stream::Err, &err);
     let _ = write_all(Stream::Out, &out);
@@ -75,11 +86,27 @@ pub fn commit(hold: &SharedHold) {
 
 /// Drop whatever is held; the attempt is being retried.
 pub fn discard(hold: &SharedHold) {
-    if let Ok(mut h) = hold.lock() {
-        h.out.clear();
-        h.err.clear();
-        h.gate = None;
-    }
+    let mut h = lock(hold);
+    h.out.clear();
+    h.err.clear();
+    h.gate = None;
+}
+
+/// From now on nothing of this child reaches the caller.
+pub fn mute(hold: &SharedHold) {
+    let mut h = lock(hold);
+    h.muted = true;
+    h.out.clear();
+    h.err.clear();
+}
+
+/// What reads the bytes on their way: the observer (stdout), the turn's
+/// watch, and the replayed handshake's answers to drop.
+#[derive(Default)]
+pub struct Tap {
+    pub observer: Option<Observer>,
+    pub watch: Option<Arc<dyn Watch>>,
+    pub drop_responses: Vec<String>,
 }
 
 /// Copy `from` to our fd `to` until EOF. When the caller closes our end
@@ -89,26 +116,26 @@ pub fn copy(
     mut from: impl Read + AsFd,
     to: Stream,
     hold: SharedHold,
-    mut observer: Option<Observer>,
-    commit_when: impl Fn(&Observer) -> bool,
-    on_result: impl Fn(&Observer),
+    mut tap: Tap,
 ) -> Option<Observer> {
     let mut buf = vec![0u8; CHUNK];
     let mut may_splice = true;
+    let mut filter = ResponseFilter::new(std::mem::take(&mut tap.drop_responses));
     loop {
-        // Nothing left to hold or observe: move the bytes in the kernel.
-        if may_splice && released(&hold) && observer.as_ref().is_none_or(|o| !o.wants_bytes()) {
+        // Nothing left to hold, observe or filter: move the bytes in the kernel.
+        let wants = tap.observer.as_ref().is_some_and(Observer::wants_bytes);
+        if may_splice && released(&hold) && !wants && filter.done() && !lock(&hold).muted {
             // SAFETY: fds 1 and 2 stay open for the life of the process.
             let out = unsafe { BorrowedFd::borrow_raw(to as i32) };
             match crate::platform::splice_all(from.as_fd(), out) {
                 Spliced::Done(n) => {
-                    if let Some(o) = observer.as_mut() {
+                    if let Some(o) = tap.observer.as_mut() {
                         o.skipped(n);
                     }
                     break;
                 }
                 Spliced::Unsupported(n) => {
-                    if let Some(o) = observer.as_mut() {
+                    if let Some(o) = tap.observer.as_mut() {
                         o.skipped(n);
                     }
                     may_splice = false;
@@ -121,30 +148,96 @@ pub fn copy(
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let chunk = &buf[..n];
-        if let Some(o) = observer.as_mut() {
-            if o.feed(chunk).result {
-                on_result(o);
+        let filtered = filter.pass(&buf[..n]);
+        let chunk: &[u8] = match &filtered {
+            Some(kept) => kept,
+            None => &buf[..n],
+        };
+        let mut proven = false;
+        if let Some(o) = tap.observer.as_mut() {
+            let fed = o.feed(chunk);
+            if fed.result {
+                if let Some(w) = &tap.watch {
+                    w.result(o.observation());
+                }
             }
+            // A stream-json init event, or a successful result (json), means
+            // the CLI accepted the session.
+            let obs = o.observation();
+            proven = obs.init_session.is_some() || obs.has_success_result();
         }
-        if !pass(
-            to,
-            chunk,
-            &hold,
-            observer.as_ref().is_some_and(&commit_when),
-        ) {
+        let was_released = released(&hold);
+        if !pass(to, chunk, &hold, proven) {
             break;
         }
+        if !was_released && released(&hold) {
+            if let Some(w) = &tap.watch {
+                w.committed();
+            }
+        }
     }
-    observer
+    tap.observer
+}
+
+/// Drops the `control_response` lines that answer given request ids: the
+/// first lines a child prints after a replayed handshake. Once each was seen
+/// (or another line comes), it lets everything through untouched.
+struct ResponseFilter {
+    ids: Vec<String>,
+    partial: Vec<u8>,
+}
+
+impl ResponseFilter {
+    fn new(ids: Vec<String>) -> ResponseFilter {
+        ResponseFilter {
+            ids,
+            partial: Vec::new(),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.ids.is_empty() && self.partial.is_empty()
+    }
+
+    /// `None`: pass the chunk as it is.
+    fn pass(&mut self, chunk: &[u8]) -> Option<Vec<u8>> {
+        if self.done() {
+            return None;
+        }
+        self.partial.extend_from_slice(chunk);
+        let mut kept = Vec::new();
+        while !self.ids.is_empty() {
+            let Some(nl) = memchr::memchr(b'\n', &self.partial) else {
+                return Some(kept);
+            };
+            let line: Vec<u8> = self.partial.drain(..=nl).collect();
+            let answered = match Event::parse(&line) {
+                Some(Event::ControlResponse(r)) => r.response.request_id.map(|c| c.into_owned()),
+                _ => None,
+            };
+            match answered.and_then(|id| self.ids.iter().position(|i| *i == id)) {
+                Some(at) => {
+                    self.ids.remove(at);
+                }
+                None => {
+                    // Anything else ends the filter: it never eats output.
+                    self.ids.clear();
+                    kept.extend_from_slice(&line);
+                }
+            }
+        }
+        kept.append(&mut self.partial);
+        Some(kept)
+    }
 }
 
 /// Deliver or hold one chunk; false when the caller's end is gone.
 fn pass(to: Stream, chunk: &[u8], hold: &SharedHold, commit_now: bool) -> bool {
     {
-        let Ok(mut h) = hold.lock() else {
-            return write_all(to, chunk).is_ok();
-        };
+        let mut h = lock(hold);
+        if h.muted {
+            return true;
+        }
         if !h.committed {
             match to {
                 Stream::Out => h.out.extend_from_slice(chunk),
@@ -173,4 +266,39 @@ pub fn write_all(to: Stream, mut data: &[u8]) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filtered(ids: &[&str], input: &str, step: usize) -> String {
+        let mut f = ResponseFilter::new(ids.iter().map(|s| s.to_string()).collect());
+        let mut out = Vec::new();
+        for c in input.as_bytes().chunks(step) {
+            match f.pass(c) {
+                Some(kept) => out.extend(kept),
+                None => out.extend_from_slice(c),
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn replayed_answers_are_dropped_and_nothing_else() {
+        let a = "{\"type\":\"control_response\",\"response\":{\"subtype\":\"success\",\"request_id\":\"req_1\"}}\n";
+        let b = "{\"type\":\"control_response\",\"response\":{\"subtype\":\"success\",\"request_id\":\"req_2\"}}\n";
+        let init = "{\"type\":\"system\",\"subtype\":\"init\"}\n";
+        for step in [1, 5, 64, 4096] {
+            let all = [a, b, init, a].concat();
+            assert_eq!(
+                filtered(&["req_1", "req_2"], &all, step),
+                [init, a].concat()
+            );
+            // Something else first: the filter stops and drops nothing.
+            let odd = [init, a].concat();
+            assert_eq!(filtered(&["req_1"], &odd, step), odd);
+            assert_eq!(filtered(&[], &all, step), all);
+        }
+    }
 }

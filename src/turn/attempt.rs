@@ -41,7 +41,7 @@ impl Attempt {
                 first[before.len().min(first.len())..].to_vec()
             }
             (StdinPlan::Stream { first, .. }, _) => first.clone(),
-            (StdinPlan::Inherit, _) => Vec::new(),
+            (StdinPlan::Inherit | StdinPlan::Manual, _) => Vec::new(),
         }
     }
 }
@@ -108,6 +108,10 @@ pub fn original(prompt: &Prompt, args: &[OsString], input: InputFormat) -> Attem
         } => StdinPlan::Stream {
             first: [&before[..], &line[..], &more.concat()].concat(),
             pending: after.clone(),
+        },
+        Prompt::Waiting { before: bytes, .. } => StdinPlan::Stream {
+            first: bytes.clone(),
+            pending: Vec::new(),
         },
         Prompt::None { bytes, .. } if input == InputFormat::StreamJson => StdinPlan::Stream {
             first: bytes.clone(),
@@ -193,7 +197,7 @@ pub fn attempt(
                 prompt_arg: None,
             })
         }
-        Prompt::None { .. } => as_asked,
+        Prompt::Waiting { .. } | Prompt::None { .. } => as_asked,
     }
 }
 

@@ -199,14 +199,19 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
 /// Take the lease, waiting (a bounded time) for a holder that is draining.
 fn take_lease(store: &SharedStore, session: &str, at: Option<&str>) -> Result<Lease> {
     let pid = std::process::id() as i32;
-    let deadline = Instant::now() + DRAIN_WAIT;
+    let start = Instant::now();
     loop {
         let lease = store.lock().try_lease(session, at, pid, alive)?;
         match lease {
-            Lease::Held { draining: true } if Instant::now() < deadline => {
+            Lease::Held { draining: true } if start.elapsed() < DRAIN_WAIT => {
                 std::thread::sleep(Duration::from_millis(4))
             }
-            other => return Ok(other),
+            other => {
+                if start.elapsed() > Duration::from_millis(4) {
+                    crate::debug!("lease on {session}: {other:?} after {:?}", start.elapsed());
+                }
+                return Ok(other);
+            }
         }
     }
 }

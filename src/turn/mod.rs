@@ -11,6 +11,7 @@
 //! argv and input, and so does a panic in the shim's own logic.
 
 pub mod attempt;
+pub mod handshake;
 pub mod lookup;
 pub mod plan;
 pub mod record;
@@ -39,7 +40,7 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
 }
 
 /// What the turn runs with, whatever its plan.
-struct Ctx<'a> {
+pub struct Ctx<'a> {
     real: &'a Path,
     guard: &'a str,
     child: ChildPid,
@@ -55,9 +56,43 @@ impl Ctx<'_> {
             output: self.managed.output,
             hold: a.hold,
             guard: self.guard.to_owned(),
+            drop_responses: Vec::new(),
         };
         runner::run(spec, &self.child, watch)
             .unwrap_or_else(|e| crate::shim::cannot_run(self.real, &e))
+    }
+}
+
+/// How a turn's runs start: a new CLI per run ([`Cold`]), or through a CLI
+/// that already answered an Agent SDK caller ([`handshake`]).
+pub trait Launch {
+    /// The session id a fresh run gets.
+    fn fresh_id(&mut self) -> String;
+    /// Between a refused attempt and the rerun.
+    fn between(&mut self, ctx: &Ctx<'_>) {
+        ctx.child.between();
+    }
+    /// Run the planned attempt.
+    fn planned(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished;
+    /// Run as the caller asked (its input; its argv with a fresh session's
+    /// flags in front, or untouched).
+    fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished;
+}
+
+/// Every run a new CLI process.
+pub struct Cold;
+
+impl Launch for Cold {
+    fn fresh_id(&mut self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+
+    fn planned(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+        ctx.spawn(a, watch)
+    }
+
+    fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+        ctx.spawn(a, watch)
     }
 }
 
@@ -95,30 +130,47 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         child,
         managed: &managed,
     };
-    let original = attempt::original(&prompt, &args, managed.input);
+    match prompt {
+        Prompt::Waiting { before, complete } => {
+            handshake::run(&ctx, &session_args, before, complete)
+        }
+        prompt => {
+            let original = attempt::original(&prompt, &args, managed.input);
+            managed_turn(&ctx, &prompt, &session_args, &original, &mut Cold)
+        }
+    }
+}
+
+/// Decide and run a turn whose prompt has been read. `original` is the
+/// caller's invocation exactly as it came (what runs when the shim cannot
+/// help).
+pub fn managed_turn(
+    ctx: &Ctx<'_>,
+    prompt: &Prompt,
+    args: &[OsString],
+    original: &Attempt,
+    launch: &mut dyn Launch,
+) -> Exit {
+    let new_id = launch.fresh_id();
     let prepared =
-        std::panic::catch_unwind(AssertUnwindSafe(|| prepare(&ctx, &session_args, &prompt)));
+        std::panic::catch_unwind(AssertUnwindSafe(|| prepare(ctx, args, prompt, new_id)));
     match prepared {
-        Ok(Ok(Some(p))) => execute(&ctx, p, &prompt, &session_args),
+        Ok(Ok(Some(p))) => execute(ctx, p, prompt, args, launch),
         Ok(Ok(None)) => {
-            let reason = match &prompt {
+            let reason = match prompt {
                 Prompt::None { inherit: false, .. } if !prompt.is_empty() => {
                     Reason::no_user_message(prompt::CONTROL_PATIENCE.as_millis() as u64)
                 }
                 _ => Reason::not_text(),
             };
-            unchanged(&ctx, &original, &prompt, reason)
+            unchanged(ctx, original, prompt, reason, launch)
         }
         Ok(Err(e)) => {
             error!("shim bypassed: {e:#}");
-            unchanged(
-                &ctx,
-                &original,
-                &prompt,
-                Reason::store_unavailable(&format!("{e:#}")),
-            )
+            let reason = Reason::store_unavailable(&format!("{e:#}"));
+            unchanged(ctx, original, prompt, reason, launch)
         }
-        Err(_) => unchanged(&ctx, &original, &prompt, Reason::internal_error()),
+        Err(_) => unchanged(ctx, original, prompt, Reason::internal_error(), launch),
     }
 }
 
@@ -135,10 +187,18 @@ struct Prepared {
 }
 
 /// Stages 1–4. `Ok(None)`: nothing the shim can read; run unchanged.
-fn prepare(ctx: &Ctx<'_>, args: &[OsString], prompt: &Prompt) -> anyhow::Result<Option<Prepared>> {
+fn prepare(
+    ctx: &Ctx<'_>,
+    args: &[OsString],
+    prompt: &Prompt,
+    new_id: String,
+) -> anyhow::Result<Option<Prepared>> {
     let Some(u) = understand::understand(prompt) else {
         return Ok(None);
     };
+    if env::test_panic() {
+        panic!("CLAUDE_SHIM_TEST_PANIC is set");
+    }
     let place = Place::here()?;
     let caps = place.capabilities(ctx.real, ctx.guard)?;
     let found = lookup::lookup(
@@ -156,7 +216,7 @@ fn prepare(ctx: &Ctx<'_>, args: &[OsString], prompt: &Prompt) -> anyhow::Result<
         forced_fresh: env::fresh(),
         candidate: found.candidate.clone(),
         caps,
-        new_id: uuid::Uuid::new_v4().to_string(),
+        new_id,
     });
     debug!("plan: {plan:?}");
     let reason = Reason::of(&plan, found.busy);
@@ -213,7 +273,13 @@ fn prepare(ctx: &Ctx<'_>, args: &[OsString], prompt: &Prompt) -> anyhow::Result<
 
 /// Stages 5 and 6, with one fallback: a resume the CLI refuses before any
 /// output reached the caller reruns fresh, as the caller asked.
-fn execute(ctx: &Ctx<'_>, p: Prepared, prompt: &Prompt, args: &[OsString]) -> Exit {
+fn execute(
+    ctx: &Ctx<'_>,
+    p: Prepared,
+    prompt: &Prompt,
+    args: &[OsString],
+    launch: &mut dyn Launch,
+) -> Exit {
     let Prepared {
         place,
         mut plan,
@@ -232,13 +298,13 @@ fn execute(ctx: &Ctx<'_>, p: Prepared, prompt: &Prompt, args: &[OsString]) -> Ex
         head_before,
         lease,
     ));
-    let first = ctx.spawn(&attempt, Some(recorder.clone()));
+    let first = launch.planned(ctx, &attempt, Some(recorder.clone()));
     let resuming = matches!(plan, Plan::Resume { .. });
     let (finished, kind, sent, recorder, before) =
         if resuming && !first.released() && may_be_refusal(&first, &ctx.child) {
             // Refused before the caller saw anything: forget it, run fresh once.
             first.discard();
-            ctx.child.between();
+            launch.between(ctx);
             debug!("resume refused ({:?}); rerunning fresh", first.exit);
             recorder.at_exit(&first.observation, false);
             drop(recorder);
@@ -248,7 +314,7 @@ fn execute(ctx: &Ctx<'_>, p: Prepared, prompt: &Prompt, args: &[OsString]) -> Ex
                 }
             }
             plan = Plan::Fresh {
-                session: uuid::Uuid::new_v4().to_string(),
+                session: launch.fresh_id(),
                 why: Why::Refused,
             };
             reason = Reason::of(&plan, false);
@@ -264,7 +330,7 @@ fn execute(ctx: &Ctx<'_>, p: Prepared, prompt: &Prompt, args: &[OsString]) -> Ex
                 None,
                 None,
             ));
-            let f = ctx.spawn(&fresh, Some(recorder.clone()));
+            let f = launch.as_asked(ctx, &fresh, Some(recorder.clone()));
             (f, Kind::Fallback, prompt.len(), recorder, Before::fresh())
         } else {
             first.release();
@@ -389,8 +455,14 @@ fn may_be_refusal(f: &Finished, child: &ChildPid) -> bool {
 }
 
 /// Run exactly as the caller asked; the runs log still says so, and why.
-fn unchanged(ctx: &Ctx<'_>, original: &Attempt, prompt: &Prompt, reason: Reason) -> Exit {
-    let f = ctx.spawn(original, None);
+pub fn unchanged(
+    ctx: &Ctx<'_>,
+    original: &Attempt,
+    prompt: &Prompt,
+    reason: Reason,
+    launch: &mut dyn Launch,
+) -> Exit {
+    let f = launch.as_asked(ctx, original, None);
     let cwd = std::env::current_dir()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();

@@ -390,6 +390,62 @@ mod tests {
     }
 
     #[test]
+    fn a_pin_written_at_the_result_is_taken_back_if_the_run_fails_after_all() {
+        let store = SharedStore::new(crate::store::Store::in_memory().unwrap());
+        let c = ctx();
+        // The session's head before the run: A1.
+        store
+            .lock()
+            .add_pin(
+                &crate::store::pins::NewPin::of_turns(S, "A1", "/w", &["a"], "b"),
+                Ownership::Kept,
+                "/c",
+            )
+            .unwrap();
+        let plan = Plan::Resume {
+            session: S.into(),
+            how: How::InPlace,
+        };
+        let rec = |store: &SharedStore| {
+            Recorder::new(
+                store.clone(),
+                plan.clone(),
+                c.clone(),
+                "/none".into(),
+                Some("A1".into()),
+                None,
+            )
+        };
+        let node = Chain::empty().user("a").reply("b").user("c").node(&c.scope);
+        let ok = obs(S, 1, Some("d"));
+        // Pinned at the result, before the exit.
+        let r = rec(&store);
+        r.at_result(&ok);
+        assert_eq!(store.lock().find_pins(&node).unwrap().len(), 1);
+        assert_eq!(store.lock().session_head(S).unwrap().as_deref(), Some("A2"));
+        // The run then failed: the pin goes, the head is restored.
+        r.at_exit(&ok, false);
+        assert!(store.lock().find_pins(&node).unwrap().is_empty());
+        assert_eq!(store.lock().session_head(S).unwrap().as_deref(), Some("A1"));
+        // A second result in the same run undoes it too.
+        let r = rec(&store);
+        r.at_result(&ok);
+        r.at_result(&obs(S, 2, Some("e")));
+        assert!(store.lock().find_pins(&node).unwrap().is_empty());
+        // Text output: no result event, pinned at a successful exit.
+        let r = rec(&store);
+        r.at_exit(&obs(S, 0, None), true);
+        assert!(
+            store.lock().find_pins(&node).unwrap().is_empty(),
+            "no reply, no pin"
+        );
+        let mut text = obs(S, 0, None);
+        text.text = Some("d\n".into());
+        r.at_exit(&text, true);
+        assert_eq!(store.lock().find_pins(&node).unwrap().len(), 1);
+    }
+
+    #[test]
     fn spent_is_the_turns_own_share_and_unknown_stays_unknown() {
         let mut o = obs(S, 1, Some("d"));
         if let Some(r) = o.result.as_mut() {

@@ -121,6 +121,14 @@ impl Reason {
         )
     }
 
+    /// Run unchanged: the caller's input ended before a user message.
+    pub fn input_ended() -> Reason {
+        Reason::new(
+            "no-user-message",
+            "the caller's input ended before a user message",
+        )
+    }
+
     /// Run unchanged: the shim could not use its store or the real binary's
     /// capabilities.
     pub fn store_unavailable(error: &str) -> Reason {

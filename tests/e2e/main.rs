@@ -1,11 +1,13 @@
 //! End-to-end tests: the shim in front of the REAL Claude Code CLI (the
 //! pinned install from `.ci/install-cli`, or `$CLAUDE_SHIM_TEST_CLI`) and the
-//! loopback Messages-API server of `tests/support/api.rs`, offline. They
-//! fail, never skip, without the CLI.
+//! loopback Messages-API server of `tests/support/api.rs`, offline; `clients`
+//! also runs the pinned Agent SDKs (`.ci/install-sdks`). They fail, never
+//! skip, without them.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod clients;
 mod dialects;
 mod passthrough;
 mod resume;

@@ -12,6 +12,7 @@ mod dialect_props;
 mod faults;
 mod hostile;
 mod load;
+mod panic;
 mod passthrough_exec;
 mod runner;
 mod security;

@@ -1,7 +1,8 @@
 //! The one harness of the test binaries (`tests/it`, `tests/e2e`) and the
 //! benches: a sandbox and a runner for every command, the fake CLI's
-//! conversations, one client model, the shim's store seeded and read, and a
-//! Messages-API server that logs and models prompt caching for the real CLI.
+//! conversations, one client model, the shim's store seeded and read, a
+//! Messages-API server that logs and models prompt caching for the real CLI,
+//! and the pinned Agent SDKs real clients run on.
 //!
 //! Use with `#[path = "../support/mod.rs"] mod support;`.
 #![allow(dead_code, unused_imports)]
@@ -12,6 +13,7 @@ pub mod clients;
 pub mod mask;
 pub mod process;
 pub mod sandbox;
+pub mod sdk;
 pub mod store;
 pub mod turns;
 

@@ -240,6 +240,25 @@ impl Sandbox {
         self.claude_from(self.direct_path(), args)
     }
 
+    /// The shim as a client configured with a path to `claude` finds it.
+    pub fn shim_claude(&self) -> PathBuf {
+        self.claude.clone()
+    }
+
+    /// Run `program` (a client: python, node…) in this sandbox's world: its
+    /// cwd, HOME, API server and shim home, with the shim ahead of the real
+    /// CLI on PATH.
+    pub fn client(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Command {
+        let mut cmd = Command::new(program);
+        self.env(&mut cmd);
+        cmd.env("PATH", self.shimmed_path()).args(args);
+        cmd
+    }
+
     /// `claude` through the shim, no arguments yet.
     pub fn shim(&self) -> Command {
         self.shimmed(NO_ARGS)

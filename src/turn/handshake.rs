@@ -1,0 +1,303 @@
+//! The Agent SDK handshake. The Python Agent SDK (and what is built on it)
+//! writes `initialize` and waits — up to 60 s — for the CLI's answer before
+//! it sends the user message. So the shim starts the CLI as the caller asked
+//! at once (A, with a session id of the shim's choosing) and passes every
+//! line to it: the caller gets A's genuine answers. When the user message
+//! comes:
+//!
+//! - a fresh turn (or one the shim leaves alone) goes on in A: no time lost;
+//! - a resumable one starts the resumed CLI (B), replays the caller's control
+//!   lines to it, drops B's answers to them (A already answered), and sends
+//!   the new message. When B proves the session (its `init` event), A — which
+//!   never had a message, so never called the API — is silenced and ended.
+//!   Should B be refused before that, A runs the turn as the caller asked.
+//!
+//! A caller that never sends a user message is served by A alone.
+
+use super::attempt::Attempt;
+use super::why::Reason;
+use super::{Ctx, Launch};
+use crate::events::Event;
+use crate::prompt::{self, Prompt, RawStdin};
+use crate::runner::{self, Exit, Finished, Running, Spec, StdinPlan, Watch};
+use crate::{debug, error};
+use std::ffi::OsString;
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Run a turn whose caller waits after its control lines (`before`).
+pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -> Exit {
+    let id = uuid::Uuid::new_v4().to_string();
+    // With the caller's own `--resume` the session is the caller's; else A
+    // gets the id a fresh turn would.
+    let a_args = match ctx.managed.caller_resume {
+        Some(_) => args.to_vec(),
+        None => super::attempt::argv(
+            &super::plan::Plan::Fresh {
+                session: id.clone(),
+                why: super::plan::Why::Forced,
+            },
+            args,
+        ),
+    };
+    let late = Arc::new(LateWatch::default());
+    let mut a = match runner::start(
+        Spec {
+            program: ctx.real.to_path_buf(),
+            args: a_args,
+            stdin: StdinPlan::Manual,
+            output: ctx.managed.output,
+            hold: false,
+            guard: ctx.guard.to_owned(),
+            drop_responses: Vec::new(),
+        },
+        &ctx.child,
+        Some(late.clone() as Arc<dyn Watch>),
+    ) {
+        Ok(a) => a,
+        Err(e) => crate::shim::cannot_run(ctx.real, &e),
+    };
+    let mut stdin = a.take_stdin();
+    write(&mut stdin, &before[..complete]);
+    let read = prompt::read_after_waiting(&mut RawStdin, before, complete, &mut |line| {
+        write(&mut stdin, line)
+    });
+    let prompt = match read {
+        Ok(p) => p,
+        Err(e) => {
+            error!("reading the caller's input failed ({e}); the CLI answering it goes on");
+            Prompt::None {
+                bytes: Vec::new(),
+                inherit: false,
+            }
+        }
+    };
+    let (sent, requests) = match &prompt {
+        Prompt::StreamJson { before, .. } => (before.len(), request_ids(before)),
+        _ => (0, Vec::new()),
+    };
+    let mut launch = Handshake {
+        a: Some(a),
+        stdin,
+        late,
+        id,
+        sent,
+        requests,
+    };
+    let original = super::attempt::original(&prompt, args, ctx.managed.input);
+    if let Prompt::None { .. } = prompt {
+        // Input ended before a user message: A has had everything.
+        let reason = Reason::input_ended();
+        return super::unchanged(ctx, &original, &prompt, reason, &mut launch);
+    }
+    super::managed_turn(ctx, &prompt, args, &original, &mut launch)
+}
+
+fn write(stdin: &mut Option<std::process::ChildStdin>, bytes: &[u8]) {
+    if let Some(to) = stdin.as_mut() {
+        if to.write_all(bytes).is_err() {
+            // A stopped reading (it ended): what it would have read is moot.
+            *stdin = None;
+        }
+    }
+}
+
+/// The ids of the control requests among `lines`.
+fn request_ids(lines: &[u8]) -> Vec<String> {
+    lines
+        .split(|&b| b == b'\n')
+        .filter_map(|l| match Event::parse(l)? {
+            Event::ControlRequest(r) => r.request_id.map(|c| c.into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+struct Handshake {
+    /// The CLI that answered the caller so far.
+    a: Option<Running>,
+    stdin: Option<std::process::ChildStdin>,
+    late: Arc<LateWatch>,
+    /// A's session id (when the shim chose it).
+    id: String,
+    /// Bytes of the caller's input A has had (its control lines).
+    sent: usize,
+    /// Control requests the caller sent before its message (replayed to B).
+    requests: Vec<String>,
+}
+
+impl Handshake {
+    /// A runs the turn: it gets the rest of `attempt`'s input.
+    fn continue_a(&mut self, attempt: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+        if let Some(w) = watch.clone() {
+            self.late.set(w);
+        }
+        let Some(a) = self.a.take() else {
+            error!("the handshake's CLI is gone");
+            return Finished::failed();
+        };
+        let (first, pending) = match &attempt.stdin {
+            StdinPlan::Stream { first, pending } => (
+                first[self.sent.min(first.len())..].to_vec(),
+                pending.clone(),
+            ),
+            _ => (Vec::new(), Vec::new()),
+        };
+        if let Some(to) = self.stdin.take() {
+            let (open, gate) = std::sync::mpsc::channel();
+            let _ = open.send(());
+            runner::feed(to, StdinPlan::Stream { first, pending }, gate, watch);
+        }
+        a.wait().unwrap_or_else(|e| {
+            error!("waiting for the CLI: {e}");
+            Finished::failed()
+        })
+    }
+}
+
+impl Launch for Handshake {
+    fn fresh_id(&mut self) -> String {
+        self.id.clone()
+    }
+
+    fn between(&mut self, _ctx: &Ctx<'_>) {}
+
+    fn planned(
+        &mut self,
+        ctx: &Ctx<'_>,
+        attempt: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished {
+        if !attempt.hold {
+            // Fresh (A's session), the caller's own session, or unchanged.
+            return self.continue_a(attempt, watch);
+        }
+        // A resume: B replays the handshake and takes the message.
+        let a = Arc::new(Mutex::new(self.a.take()));
+        let tandem = Arc::new(Tandem {
+            inner: watch,
+            a: a.clone(),
+        });
+        let spec = Spec {
+            program: ctx.real.to_path_buf(),
+            args: attempt.args.clone(),
+            stdin: attempt.stdin.clone(),
+            output: ctx.managed.output,
+            hold: true,
+            guard: ctx.guard.to_owned(),
+            drop_responses: self.requests.clone(),
+        };
+        debug!("handshake: resuming in a second CLI");
+        let finished = runner::run(spec, &ctx.child, Some(tandem.clone() as Arc<dyn Watch>))
+            .unwrap_or_else(|e| crate::shim::cannot_run(ctx.real, &e));
+        // A back, unless B proved itself and ended it.
+        self.a = a.lock().unwrap_or_else(|p| p.into_inner()).take();
+        finished
+    }
+
+    fn as_asked(
+        &mut self,
+        _ctx: &Ctx<'_>,
+        attempt: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished {
+        self.continue_a(attempt, watch)
+    }
+}
+
+impl Drop for Handshake {
+    fn drop(&mut self) {
+        // A left over (B ran the turn, or the turn ended otherwise): end it.
+        drop(self.stdin.take());
+        if let Some(a) = self.a.take() {
+            a.mute();
+            a.terminate();
+            let _ = a.wait();
+        }
+    }
+}
+
+/// The turn's watch, passed to B; when B proves itself, A is silenced and
+/// ended (it never had a message, so it never called the API).
+struct Tandem {
+    inner: Option<Arc<dyn Watch>>,
+    a: Arc<Mutex<Option<Running>>>,
+}
+
+impl Watch for Tandem {
+    fn result(&self, obs: &crate::observe::Observation) {
+        if let Some(w) = &self.inner {
+            w.result(obs)
+        }
+    }
+
+    fn input_closed(&self) {
+        if let Some(w) = &self.inner {
+            w.input_closed()
+        }
+    }
+
+    fn committed(&self) {
+        let a = self.a.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(a) = a {
+            a.mute();
+            a.terminate();
+            // Reaped off the output thread, which must go on at once.
+            std::thread::spawn(move || {
+                let _ = a.wait();
+            });
+        }
+        if let Some(w) = &self.inner {
+            w.committed()
+        }
+    }
+}
+
+/// A watch for A, whose turn is known only once the message came.
+#[derive(Default)]
+struct LateWatch(OnceLock<Arc<dyn Watch>>);
+
+impl LateWatch {
+    fn set(&self, w: Arc<dyn Watch>) {
+        let _ = self.0.set(w);
+    }
+}
+
+impl Watch for LateWatch {
+    fn result(&self, obs: &crate::observe::Observation) {
+        if let Some(w) = self.0.get() {
+            w.result(obs)
+        }
+    }
+
+    fn input_closed(&self) {
+        if let Some(w) = self.0.get() {
+            w.input_closed()
+        }
+    }
+
+    fn committed(&self) {
+        if let Some(w) = self.0.get() {
+            w.committed()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_of_control_lines_only() {
+        let lines = concat!(
+            r#"{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize"}}"#,
+            "\n",
+            r#"{"type":"control_response","response":{"request_id":"x"}}"#,
+            "\n",
+            r#"{"type":"control_request","request_id":"req_2","request":{"subtype":"set_model"}}"#,
+            "\n",
+            "garbage\n"
+        );
+        assert_eq!(request_ids(lines.as_bytes()), ["req_1", "req_2"]);
+    }
+}

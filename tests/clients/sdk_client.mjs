@@ -1,0 +1,90 @@
+#!/usr/bin/env node
+// A real Agent SDK client (TypeScript @anthropic-ai/claude-agent-sdk), as the
+// real-client tests run it. Prints one JSON line per turn: {"turn",
+// "session_id", "result", "is_error", "t_start", "t_result", "t_done"}.
+//
+// usage: node sdk_client.mjs MODE --cli PATH --turns N [--prompt 'message {k}']
+//   replay   one query() per turn, the whole conversation replayed as
+//            "Human: u1\n\nAssistant: a1\n\nHuman: u2" (a1: the last result)
+//   eager    as replay, but turn k+1 starts the instant turn k's result
+//            arrives, while turn k's CLI is still running
+//   session  one query() with streaming input: one CLI process for every turn;
+//            also prints every message it received ({"message": …})
+// The SDK is found in $CLAUDE_AGENT_SDK_DIR (the package directory).
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+const sdk = process.env.CLAUDE_AGENT_SDK_DIR;
+if (!sdk) { console.error('set CLAUDE_AGENT_SDK_DIR'); process.exit(2); }
+const { query } = await import(pathToFileURL(path.join(sdk, 'sdk.mjs')).href);
+
+const { values: a, positionals } = parseArgs({ allowPositionals: true, options: {
+  cli: { type: 'string' }, turns: { type: 'string', default: '3' },
+  prompt: { type: 'string', default: 'message {k}' } } });
+const mode = positionals[0];
+if (!a.cli || !['replay', 'eager', 'session'].includes(mode)) { console.error('usage: MODE --cli PATH'); process.exit(2); }
+const turns = +a.turns;
+const now = () => Math.round((performance.timeOrigin + performance.now()) * 10) / 10;
+const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+const options = { pathToClaudeCodeExecutable: a.cli, cwd: process.cwd() };
+const transcript = (users, replies) => users.flatMap((u, i) =>
+  i < replies.length ? [`Human: ${u}`, `Assistant: ${replies[i]}`] : [`Human: ${u}`]).join('\n\n');
+const turnLine = (k, r, tStart, tResult) => ({ turn: k, session_id: r.session_id, result: r.result ?? '',
+  is_error: r.is_error, t_start: tStart, t_result: tResult, t_done: now() });
+
+async function replay() {
+  const users = [], replies = [], tasks = [];
+  for (let k = 1; k <= turns; k++) {
+    users.push(a.prompt.replaceAll('{k}', String(k)));
+    const prompt = transcript(users, replies);
+    const tStart = now();
+    let result = null, tResult = 0;
+    if (mode === 'replay') {
+      for await (const m of query({ prompt, options })) {
+        if (m.type === 'result') { result = m; tResult = now(); }
+      }
+    } else {
+      let resolve;
+      const got = new Promise((r) => { resolve = r; });
+      tasks.push((async () => {
+        for await (const m of query({ prompt, options })) {
+          if (m.type === 'result') resolve([m, now()]);
+        }
+        resolve([null, now()]);
+      })());
+      [result, tResult] = await got;
+    }
+    if (!result) { emit({ turn: k, error: 'no result' }); return 1; }
+    replies.push(result.result ?? '');
+    emit(turnLine(k, result, tStart, tResult));
+  }
+  await Promise.all(tasks);
+  return 0;
+}
+
+async function session() {
+  // Each next message is given only after the previous turn's result.
+  let next;
+  const results = [];
+  async function* input() {
+    for (let k = 1; k <= turns; k++) {
+      yield { type: 'user', session_id: '', parent_tool_use_id: null,
+        message: { role: 'user', content: a.prompt.replaceAll('{k}', String(k)) } };
+      await new Promise((r) => { next = r; });
+    }
+  }
+  let k = 1, tStart = now();
+  for await (const m of query({ prompt: input(), options })) {
+    emit({ message: m });
+    if (m.type === 'result') {
+      emit(turnLine(k, m, tStart, now()));
+      results.push(m);
+      k += 1; tStart = now();
+      next();
+    }
+  }
+  return results.length === turns ? 0 : 1;
+}
+
+process.exit(mode === 'session' ? await session() : await replay());

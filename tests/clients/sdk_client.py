@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""A real Agent SDK client (Python claude-agent-sdk), as the real-client tests
+run it. Prints one JSON line per turn: {"turn", "session_id", "result",
+"is_error", "t_start", "t_result", "t_done"} (times in ms since the epoch).
+
+usage: sdk_client.py MODE --cli PATH --turns N [--prompt 'message {k}']
+  replay   one query() per turn, the whole conversation replayed as
+           "Human: u1\\n\\nAssistant: a1\\n\\nHuman: u2" (a1: the last result)
+  eager    as replay, but turn k+1 starts the instant turn k's result arrives,
+           while turn k's CLI is still running (its query drained by a task)
+  session  one ClaudeSDKClient: one CLI process for every turn; also prints
+           every message it received ({"message": …}) for byte comparisons
+"""
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import sys
+import time
+
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, query
+
+
+def now() -> float:
+    return round(time.time() * 1000, 1)
+
+
+def emit(obj: dict) -> None:
+    print(json.dumps(obj), flush=True)
+
+
+def transcript(users: list, replies: list) -> str:
+    parts = []
+    for i, u in enumerate(users):
+        parts.append(f"Human: {u}")
+        if i < len(replies):
+            parts.append(f"Assistant: {replies[i]}")
+    return "\n\n".join(parts)
+
+
+def turn_line(k: int, r: ResultMessage, t_start: float, t_result: float, t_done: float) -> dict:
+    return {"turn": k, "session_id": r.session_id, "result": r.result or "", "is_error": r.is_error,
+            "t_start": t_start, "t_result": t_result, "t_done": t_done}
+
+
+async def replay(a, options) -> int:
+    users, replies, tasks = [], [], []
+    for k in range(1, a.turns + 1):
+        users.append(a.prompt.format(k=k))
+        prompt = transcript(users, replies)
+        t_start = now()
+        if a.mode == "replay":
+            result, t_result = None, 0.0
+            async for m in query(prompt=prompt, options=options):
+                if isinstance(m, ResultMessage):
+                    result, t_result = m, now()
+        else:
+            got = asyncio.get_running_loop().create_future()
+
+            async def drain(p, fut):
+                try:
+                    async for m in query(prompt=p, options=options):
+                        if isinstance(m, ResultMessage) and not fut.done():
+                            fut.set_result((m, now()))
+                finally:
+                    if not fut.done():
+                        fut.set_result((None, now()))
+
+            tasks.append(asyncio.create_task(drain(prompt, got)))
+            result, t_result = await got
+        if result is None:
+            emit({"turn": k, "error": "no result"})
+            return 1
+        replies.append(result.result or "")
+        emit(turn_line(k, result, t_start, t_result, now()))
+    await asyncio.gather(*tasks)
+    return 0
+
+
+async def session(a, options) -> int:
+    async with ClaudeSDKClient(options=options) as client:
+        for k in range(1, a.turns + 1):
+            t_start = now()
+            await client.query(a.prompt.format(k=k))
+            result = None
+            async for m in client.receive_response():
+                emit({"message": {"class": type(m).__name__, **dataclasses.asdict(m)}})
+                if isinstance(m, ResultMessage):
+                    result, t_result = m, now()
+            if result is None:
+                emit({"turn": k, "error": "no result"})
+                return 1
+            emit(turn_line(k, result, t_start, t_result, now()))
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["replay", "eager", "session"])
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--prompt", default="message {k}")
+    a = ap.parse_args()
+    options = ClaudeAgentOptions(cli_path=a.cli, cwd=os.getcwd())
+    run = session if a.mode == "session" else replay
+    return asyncio.run(run(a, options))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
