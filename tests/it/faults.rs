@@ -7,9 +7,9 @@
 //! legitimately picks its own).
 //!
 //! Not repeated here: the shim SIGKILLed mid-turn leaves no orphan child
-//! (`tests/runner.rs`: `sigkill_of_shim_leaves_no_orphan`,
+//! (`runner`: `sigkill_of_shim_leaves_no_orphan`,
 //! `sigkill_of_shim_during_startup_leaves_no_orphan`); a session file deleted
-//! between turns and a resume the real CLI refuses (`tests/e2e_resume.rs`).
+//! between turns and a resume the real CLI refuses (`tests/e2e/resume.rs`).
 
 use crate::support::clients::*;
 use crate::support::process::*;

@@ -67,7 +67,7 @@ pub fn messages_json(h: &[(String, String)], cur: &str) -> Vec<Value> {
 
 /// A server whose replies stay on one line. The default reply echoes the
 /// start of the prompt, which for a transcript may put a line reading like a
-/// role marker into the reply (tested on its own in e2e_dialects).
+/// role marker into the reply (tested on its own in `tests/e2e/dialects.rs`).
 pub fn one_line_server() -> ApiServer {
     let server = ApiServer::start();
     server.set_reply(|r| {
