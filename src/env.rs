@@ -26,6 +26,12 @@ pub const PERSISTENCE: &str = "CLAUDE_SHIM_PERSISTENCE";
 pub const EPHEMERAL_TTL: &str = "CLAUDE_SHIM_EPHEMERAL_TTL";
 /// `portable`: use the portable fallbacks of the Linux-only calls (tests).
 pub const PLATFORM: &str = "CLAUDE_SHIM_PLATFORM";
+/// `0`: no warm turns (every turn starts a cold CLI).
+pub const WARM: &str = "CLAUDE_SHIM_WARM";
+/// Most live processes the keeper holds.
+pub const WARM_MAX: &str = "CLAUDE_SHIM_WARM_MAX";
+/// How long a live process may sit idle.
+pub const WARM_TTL: &str = "CLAUDE_SHIM_WARM_TTL";
 /// `1`: panic inside the turn's decision (tests prove a panic never reaches
 /// the caller: the turn runs as asked).
 pub const TEST_PANIC: &str = "CLAUDE_SHIM_TEST_PANIC";
@@ -71,6 +77,18 @@ pub const ALL: &[(&str, &str)] = &[
     (
         PLATFORM,
         "portable = use the portable fallbacks of Linux-only calls (for tests)",
+    ),
+    (
+        WARM,
+        "0 = no warm turns: every turn starts a cold CLI (default: a conversation's CLI stays alive for its next turn)",
+    ),
+    (
+        WARM_MAX,
+        "most live CLIs kept (default: a quarter of the memory at ~256 MiB each, 1 to 16)",
+    ),
+    (
+        WARM_TTL,
+        "idle time after which a live CLI is ended (default 10m)",
     ),
     (
         TEST_PANIC,
@@ -126,6 +144,30 @@ pub fn ephemeral_ttl() -> std::time::Duration {
         .ok()
         .and_then(|v| span(&v))
         .unwrap_or(std::time::Duration::from_secs(3600))
+}
+
+/// Warm turns are on unless `CLAUDE_SHIM_WARM` says `0`/`false`/`off`/`no`.
+pub fn warm() -> bool {
+    !matches!(
+        std::env::var(WARM).as_deref().map(str::trim),
+        Ok("0" | "false" | "off" | "no")
+    )
+}
+
+pub fn warm_max() -> Option<usize> {
+    std::env::var(WARM_MAX)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+}
+
+pub fn warm_ttl() -> std::time::Duration {
+    std::env::var(WARM_TTL)
+        .ok()
+        .and_then(|v| span(&v))
+        .unwrap_or(std::time::Duration::from_secs(600))
 }
 
 pub fn test_panic() -> bool {

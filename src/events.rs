@@ -134,6 +134,16 @@ pub struct ResultLine<'a> {
     pub total_cost_usd: Option<f64>,
     #[serde(borrow, default)]
     pub errors: Vec<Cow<'a, str>>,
+    /// This turn's own usage and cost per model (stream-json output only):
+    /// since the process's previous result, or its start.
+    #[serde(default)]
+    pub model_usage_since_last_result: Option<std::collections::HashMap<String, ModelCost>>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ModelCost {
+    #[serde(rename = "costUSD", default)]
+    pub cost_usd: f64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -20,7 +20,8 @@ pub mod prompt; //      where the prompt is; reading it; splicing it back
 pub mod runner; //      spawn, stdin feed, tee with hold, signals, exit status
 pub mod sessions; //    Claude Code's session files
 pub mod store;
-pub mod turn; //        the stages: understand, lookup, plan, attempt, run, record //       SQLite: capabilities, pins, leases, runs, attempts
+pub mod turn;
+pub mod warm; //        live CLIs kept for a conversation's next turn (the keeper) //        the stages: understand, lookup, plan, attempt, run, record //       SQLite: capabilities, pins, leases, runs, attempts
 
 // Around it.
 pub mod cli;

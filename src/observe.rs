@@ -22,6 +22,8 @@ pub struct ResultEvent {
     pub usage: Usage,
     /// The session's running total (`total_cost_usd`), not the turn's.
     pub total_cost_usd: Option<f64>,
+    /// The turn's own cost, where the CLI says it (stream-json output).
+    pub turn_cost_usd: Option<f64>,
     pub errors: Vec<String>,
 }
 
@@ -218,6 +220,9 @@ impl Observer {
                     session_id: r.session_id.map(Into::into),
                     usage: r.usage.unwrap_or_default(),
                     total_cost_usd: r.total_cost_usd,
+                    turn_cost_usd: r
+                        .model_usage_since_last_result
+                        .map(|m| m.values().map(|c| c.cost_usd).sum()),
                     errors: r.errors.into_iter().map(Into::into).collect(),
                 });
             }

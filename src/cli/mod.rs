@@ -15,6 +15,7 @@ pub(crate) mod quote;
 mod stats;
 mod style;
 mod tally;
+mod warm;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -67,6 +68,10 @@ enum Command {
     Forget(forget::Forget),
     Gc(gc::Gc),
     Completions(completions::Completions),
+    Warm(warm::Warm),
+    /// The keeper of live CLIs (started by the shim on demand).
+    #[command(hide = true)]
+    Keeper(warm::KeeperCmd),
 }
 
 #[derive(clap::Args)]
@@ -104,6 +109,8 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Forget(c) => c,
         Command::Gc(c) => c,
         Command::Completions(c) => c,
+        Command::Warm(c) => c,
+        Command::Keeper(c) => c,
     };
     let mut out = std::io::stdout().lock();
     let result = command

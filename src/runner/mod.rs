@@ -92,6 +92,15 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// A run that ended with `exit`, its output going through `hold`.
+    pub fn new(exit: Exit, observation: Observation, hold: tee::SharedHold) -> Finished {
+        Finished {
+            exit,
+            observation,
+            hold,
+        }
+    }
+
     /// A run that could not be waited for (its end is unknown: exit 1).
     pub fn failed() -> Finished {
         Finished {

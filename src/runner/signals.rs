@@ -3,7 +3,7 @@
 
 use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Signals relayed to the child. SIGINT is special-cased (see `forward_int`).
@@ -70,7 +70,7 @@ pub fn restore_file_size_limit() {
 /// whether the caller signalled them while they ran. A turn may run two at
 /// once (the Agent SDK handshake).
 #[derive(Clone, Default)]
-pub struct ChildPid(Arc<Mutex<Children>>, Arc<AtomicBool>);
+pub struct ChildPid(Arc<Mutex<Children>>, Arc<AtomicBool>, Arc<AtomicI32>);
 
 #[derive(Default)]
 struct Children {
@@ -109,6 +109,10 @@ impl ChildPid {
     pub fn signalled(&self) -> bool {
         self.1.load(Ordering::SeqCst)
     }
+    /// The last such signal.
+    pub fn last_signal(&self) -> Option<Signal> {
+        Signal::try_from(self.2.load(Ordering::SeqCst)).ok()
+    }
     fn get(&self) -> Child {
         let c = self.lock();
         match (c.started, c.running.is_empty()) {
@@ -128,6 +132,7 @@ pub fn relay(child: ChildPid) -> std::io::Result<()> {
             while let Ok(sig) = set.wait() {
                 let state = child.get();
                 if sig != Signal::SIGWINCH && matches!(state, Child::Running(_)) {
+                    child.2.store(sig as i32, Ordering::SeqCst);
                     child.1.store(true, Ordering::SeqCst);
                 }
                 match state {

@@ -232,7 +232,7 @@ impl ResponseFilter {
 }
 
 /// Deliver or hold one chunk; false when the caller's end is gone.
-fn pass(to: Stream, chunk: &[u8], hold: &SharedHold, commit_now: bool) -> bool {
+pub fn pass(to: Stream, chunk: &[u8], hold: &SharedHold, commit_now: bool) -> bool {
     {
         let mut h = lock(hold);
         if h.muted {

@@ -56,6 +56,9 @@ const MIGRATIONS: &[&str] = &[
         session TEXT NOT NULL, pid INTEGER NOT NULL, started_at INTEGER NOT NULL,
         ended_at INTEGER, outcome TEXT, continues INTEGER NOT NULL DEFAULT 0);
      CREATE INDEX attempts_key ON attempts(node, message);",
+    // 4: how each turn ran: a cold CLI, a live process's next turn (warm), a
+    // new live process, or the Agent SDK handshake.
+    "ALTER TABLE runs ADD COLUMN engine TEXT;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

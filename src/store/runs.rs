@@ -70,6 +70,8 @@ pub struct Run<'a> {
     pub spent: Spent,
     pub session: Option<&'a str>,
     pub conv_key: Option<&'a str>,
+    /// `cold` | `warm` | `live` | `handshake` (see `turn::Launch::engine`).
+    pub engine: &'a str,
 }
 
 impl Store {
@@ -78,8 +80,8 @@ impl Store {
         self.conn.execute(
             "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
                 cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
-                why_code, why, total_cost_usd, usage_from, conv_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                why_code, why, total_cost_usd, usage_from, conv_key, engine)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
             params![
                 self.now(),
                 run.cwd,
@@ -98,6 +100,7 @@ impl Store {
                 run.spent.total_cost_usd,
                 run.spent.usage.map(|(_, from)| from.as_str()),
                 run.conv_key,
+                run.engine,
             ],
         )?;
         Ok(())
@@ -136,6 +139,7 @@ mod tests {
                 },
                 session: None,
                 conv_key: None,
+                engine: "cold",
             };
             s.log_run(&run).unwrap();
         }

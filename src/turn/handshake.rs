@@ -162,9 +162,15 @@ impl Launch for Handshake {
 
     fn between(&mut self, _ctx: &Ctx<'_>) {}
 
+    fn engine(&self) -> &'static str {
+        "handshake"
+    }
+
     fn planned(
         &mut self,
         ctx: &Ctx<'_>,
+        _plan: &super::plan::Plan,
+        _head: Option<&str>,
         attempt: &Attempt,
         watch: Option<Arc<dyn Watch>>,
     ) -> Finished {

@@ -16,6 +16,7 @@ pub mod lookup;
 pub mod plan;
 pub mod record;
 pub mod understand;
+pub mod warm;
 pub mod why;
 
 use crate::invocation::Managed;
@@ -72,8 +73,20 @@ pub trait Launch {
     fn between(&mut self, ctx: &Ctx<'_>) {
         ctx.child.between();
     }
-    /// Run the planned attempt.
-    fn planned(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished;
+    /// How the last run ran, for the runs log: `cold`, `warm` (a live
+    /// process's next turn), `live` (a new live process), `handshake`.
+    fn engine(&self) -> &'static str {
+        "cold"
+    }
+    /// Run the planned attempt (`head`: the session's head it continues).
+    fn planned(
+        &mut self,
+        ctx: &Ctx<'_>,
+        plan: &Plan,
+        head: Option<&str>,
+        a: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished;
     /// Run as the caller asked (its input; its argv with a fresh session's
     /// flags in front, or untouched).
     fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished;
@@ -87,7 +100,22 @@ impl Launch for Cold {
         uuid::Uuid::new_v4().to_string()
     }
 
-    fn planned(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+    fn planned(
+        &mut self,
+        ctx: &Ctx<'_>,
+        plan: &Plan,
+        _head: Option<&str>,
+        a: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished {
+        if let Plan::Resume {
+            session,
+            how: How::InPlace,
+        } = plan
+        {
+            // A live process of this session would no longer know it.
+            warm::release(session);
+        }
         ctx.spawn(a, watch)
     }
 
@@ -136,7 +164,10 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         }
         prompt => {
             let original = attempt::original(&prompt, &args, managed.input);
-            managed_turn(&ctx, &prompt, &session_args, &original, &mut Cold)
+            match warm::Warm::new(&ctx, &session_args, &prompt) {
+                Some(mut w) => managed_turn(&ctx, &prompt, &session_args, &original, &mut w),
+                None => managed_turn(&ctx, &prompt, &session_args, &original, &mut Cold),
+            }
         }
     }
 }
@@ -290,6 +321,7 @@ fn execute(
         head_before,
     } = p;
     let before = Before::read(&place, &plan);
+    let head = head_before.clone();
     let recorder = Arc::new(Recorder::new(
         place.store.clone(),
         plan.clone(),
@@ -298,7 +330,13 @@ fn execute(
         head_before,
         lease,
     ));
-    let first = launch.planned(ctx, &attempt, Some(recorder.clone()));
+    let first = launch.planned(
+        ctx,
+        &plan,
+        head.as_deref(),
+        &attempt,
+        Some(recorder.clone()),
+    );
     let resuming = matches!(plan, Plan::Resume { .. });
     let (finished, kind, sent, recorder, before) =
         if resuming && !first.released() && may_be_refusal(&first, &ctx.child) {
@@ -353,6 +391,7 @@ fn execute(
             spent,
             session: Some(plan.target_session()),
             conv_key: recorder.conv_key(),
+            engine: launch.engine(),
         })
         .unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
     recorder.finish();
@@ -477,6 +516,7 @@ pub fn unchanged(
         spent: record::spent(&f.observation, None, None, None),
         session: f.observation.init_session.as_deref(),
         conv_key: None,
+        engine: launch.engine(),
     };
     // Store trouble is why some of these ran unchanged: never fail on it.
     if reason.code != "store-unavailable" {

@@ -138,8 +138,15 @@ pub fn spent(
         (None, None) => None,
     };
     let total = result.and_then(|r| r.total_cost_usd).or(saved_total);
-    let cost = match (total, base) {
-        (Some(t), Some(b)) if t + 1e-9 >= b => Some(t - b),
+    // The CLI's own figure for the turn, where it prints one (a live
+    // process's totals run on from its previous turns, its file's saved
+    // total only at exit); else the total less where it started.
+    let own = result
+        .and_then(|r| r.turn_cost_usd)
+        .filter(|_| obs.results == 1);
+    let cost = match (own, total, base) {
+        (Some(c), _, _) => Some(c),
+        (None, Some(t), Some(b)) if t + 1e-9 >= b => Some(t - b),
         _ => None,
     };
     Spent {

@@ -11,3 +11,4 @@ mod clients;
 mod dialects;
 mod passthrough;
 mod resume;
+mod warm;

@@ -39,6 +39,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64
             spent: spent(5000, 0.01),
             session: None,
             conv_key: None,
+            engine: "cold",
         },
         days_ago,
     );

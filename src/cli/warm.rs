@@ -1,0 +1,123 @@
+//! `warm`: the live CLIs kept for warm turns — list them (`status`, the
+//! default) or end them (`stop [SESSION]`; without one, every process and
+//! the keeper). `keeper` (hidden) is the keeper itself, which shims start.
+
+use super::{duration, human, style::Style, Run};
+use crate::warm::client::{self, Keeper};
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use std::io::Write;
+
+/// Live CLIs kept for warm turns: list them, or end them.
+#[derive(Args)]
+pub struct Warm {
+    #[command(subcommand)]
+    action: Option<Action>,
+    /// Machine-readable output.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum Action {
+    /// List the live CLIs (the default).
+    Status,
+    /// End the live CLI of SESSION, or all of them and the keeper.
+    Stop { session: Option<String> },
+}
+
+fn connect() -> Result<Option<Keeper>> {
+    let dir = crate::env::data_dir().context("no data directory: set CLAUDE_SHIM_HOME or HOME")?;
+    Ok(Keeper::connect(&dir, false))
+}
+
+impl Run for Warm {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        match &self.action {
+            None | Some(Action::Status) => status(out, self.json),
+            Some(Action::Stop { session }) => {
+                let Some(mut k) = connect()? else {
+                    writeln!(out, "no keeper is running: nothing to stop")?;
+                    return Ok(());
+                };
+                k.stop(session.clone())?;
+                match session {
+                    Some(s) => writeln!(out, "ended the live CLI of {s} (if there was one)")?,
+                    None => writeln!(out, "ended every live CLI; the keeper exits")?,
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn status(out: &mut dyn Write, json: bool) -> Result<()> {
+    let status = match connect()? {
+        Some(mut k) => Some(k.status()?),
+        None => None,
+    };
+    if json {
+        serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "keeper": status }))?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let Some(s) = status else {
+        writeln!(
+            out,
+            "no keeper is running: no live CLIs (warm turns start one on the next managed turn{})",
+            if crate::env::warm() {
+                ""
+            } else {
+                "; they are off: CLAUDE_SHIM_WARM=0"
+            }
+        )?;
+        return Ok(());
+    };
+    let style = Style::for_stdout();
+    writeln!(
+        out,
+        "{}",
+        style.bold(&format!(
+            "keeper pid {}, {} of at most {} live CLIs, idle ones end after {}",
+            s.pid,
+            s.live.len(),
+            s.max,
+            duration::exact(s.ttl_secs)
+        ))
+    )?;
+    if s.live.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{}",
+        style.bold("session   state     turns  idle   age    memory  cwd")
+    )?;
+    for l in &s.live {
+        writeln!(
+            out,
+            "{:<9} {:<9} {:>5}  {:<6} {:<6} {:>7}  {}",
+            l.session.get(..8).unwrap_or(&l.session),
+            l.state,
+            l.turns,
+            duration::short(l.idle_secs as i64),
+            duration::short(l.age_secs as i64),
+            l.rss_bytes
+                .map(|b| human::bytes(b as i64))
+                .unwrap_or_else(|| "?".into()),
+            l.cwd
+        )?;
+    }
+    Ok(())
+}
+
+/// `claude-shim keeper`: serve until there is nothing to hold.
+#[derive(Args)]
+pub struct KeeperCmd;
+
+impl Run for KeeperCmd {
+    fn run(&self, _out: &mut dyn Write) -> Result<()> {
+        let dir = crate::env::data_dir().context("no data directory")?;
+        crate::warm::keeper::serve(client::config(&dir))
+    }
+}

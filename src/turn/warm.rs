@@ -1,0 +1,421 @@
+//! Running a turn in a live process (see `crate::warm`): the conversation's
+//! own when the keeper holds one that still fits, else a new one that stays
+//! alive for the next turn. The shim writes the user message, relays stderr,
+//! and prints stdout as a cold run would have printed it. Anything amiss
+//! before a byte reached the caller: the turn runs cold.
+
+use super::attempt::Attempt;
+use super::plan::{How, Plan};
+use super::{Cold, Ctx, Launch};
+use crate::observe::Observer;
+use crate::prompt::Prompt;
+use crate::runner::tee::{self, Stream};
+use crate::runner::{Exit, Finished, Watch};
+use crate::warm::client::{Keeper, Lent};
+use crate::warm::protocol::{Request, Start};
+use crate::warm::render::Render;
+use crate::warm::{self, fingerprint};
+use crate::{debug, env, sessions};
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct Warm {
+    keeper: Option<Keeper>,
+    data_dir: PathBuf,
+    config_dir: PathBuf,
+    flags: Vec<String>,
+    key: String,
+    env: Vec<(String, String)>,
+    /// The environment's hash and the real binary, for the key.
+    env_hash: String,
+    binary: String,
+    home: Option<PathBuf>,
+    cwd: String,
+    prompt: Prompt,
+    engine: &'static str,
+}
+
+impl Warm {
+    /// A warm launcher for this call, or `None` when it must run cold.
+    pub fn new(ctx: &Ctx<'_>, args: &[OsString], prompt: &Prompt) -> Option<Warm> {
+        if !env::warm() {
+            return None;
+        }
+        if let Some(why) = warm::refusal(ctx.managed) {
+            debug!("cold: {why}");
+            return None;
+        }
+        let text_ok = match prompt {
+            Prompt::Stdin { bytes } => std::str::from_utf8(bytes).is_ok(),
+            Prompt::Positional { .. } => stdin_is_quiet(),
+            _ => false,
+        };
+        if !text_ok {
+            debug!("cold: the prompt's input cannot be handed to a live process");
+            return None;
+        }
+        let parsed = warm::parse(args)?;
+        let flags = warm::caller_flags(args, &parsed)?;
+        let mut env: Vec<(String, String)> = std::env::vars_os()
+            .filter(|(k, _)| k != crate::env::GUARD)
+            .map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect::<Option<_>>()?;
+        env.push((crate::env::GUARD.into(), ctx.guard.into()));
+        let cwd = std::env::current_dir().ok()?.to_str()?.to_owned();
+        let data_dir = env::data_dir()?;
+        let config_dir = env::claude_config_dir()?;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let files = fingerprint::files(&fingerprint::paths(
+            Path::new(&cwd),
+            home.as_deref(),
+            &config_dir,
+        )) + &fingerprint::user_config(home.as_deref(), Path::new(&cwd));
+        let binary = crate::store::caps::BinaryKey::of(ctx.real)
+            .ok()?
+            .fingerprint();
+        let env_hash = fingerprint::environment(
+            env.iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
+        let key = warm::key(&warm::KeyParts {
+            flags: &flags,
+            env: &env_hash,
+            cwd: &cwd,
+            binary: &binary,
+            files: &files,
+        });
+        Some(Warm {
+            keeper: None,
+            data_dir,
+            config_dir,
+            flags,
+            key,
+            env,
+            env_hash,
+            binary,
+            home,
+            cwd,
+            prompt: prompt.clone(),
+            engine: "cold",
+        })
+    }
+
+    /// The key as of now (files a start reads, fingerprinted afresh).
+    fn key_now(&self) -> String {
+        let files = fingerprint::files(&fingerprint::paths(
+            Path::new(&self.cwd),
+            self.home.as_deref(),
+            &self.config_dir,
+        )) + &fingerprint::user_config(self.home.as_deref(), Path::new(&self.cwd));
+        warm::key(&warm::KeyParts {
+            flags: &self.flags,
+            env: &self.env_hash,
+            cwd: &self.cwd,
+            binary: &self.binary,
+            files: &files,
+        })
+    }
+
+    fn keeper(&mut self) -> Option<&mut Keeper> {
+        if self.keeper.is_none() {
+            self.keeper = Keeper::connect(&self.data_dir, true);
+        }
+        self.keeper.as_mut()
+    }
+
+    /// Run the turn in `lent`. `None`: it ended before anything reached
+    /// the caller (run it cold).
+    fn run(
+        &mut self,
+        ctx: &Ctx<'_>,
+        lent: Lent,
+        plan: &Plan,
+        attempt: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Option<Finished> {
+        let text = String::from_utf8(attempt.prompt_bytes(&self.prompt)).ok()?;
+        // A resume in a new process is not proven until its init event.
+        let held = lent.fresh && matches!(plan, Plan::Resume { .. });
+        let (hold, _gate) = tee::Hold::new(held);
+        ctx.child.set(lent.pid);
+        let relayed = relay(
+            ctx,
+            &lent,
+            &warm::user_line(&text),
+            &hold,
+            ctx.managed.output,
+            watch.as_deref(),
+        );
+        ctx.child.clear(lent.pid);
+        let healthy = relayed.exit.is_some() && !relayed.signalled;
+        let head = relayed
+            .observation
+            .assistant_uuids
+            .last()
+            .cloned()
+            .or_else(|| {
+                sessions::find(&self.config_dir, plan.target_session())
+                    .and_then(|f| sessions::last_assistant_uuid(&f))
+            });
+        // A new process's own start may have written files a start reads
+        // (its first in a project): it knows them, so take the key anew.
+        let key = (healthy && lent.fresh).then(|| self.key_now());
+        if let Some(k) = self.keeper.as_mut() {
+            k.done(healthy, head, key);
+        }
+        drop(lent);
+        let exit = match (relayed.exit, relayed.signalled_by) {
+            (_, Some(sig)) => Exit::Code(cold_exit_on(sig)),
+            (Some(code), None) => Exit::Code(code),
+            (None, None) if relayed.wrote == 0 || !tee::released(&hold) => {
+                // Nothing reached the caller: never worse than cold.
+                debug!("warm: the live process ended before its result; running cold");
+                return None;
+            }
+            (None, None) => Exit::Code(1),
+        };
+        // The turn (execute) commits or discards what is held.
+        Some(Finished::new(exit, relayed.observation, hold))
+    }
+}
+
+/// How a cold CLI ends when the caller signals it mid-turn (checked on
+/// 2.1.330): SIGINT → exit 0, SIGTERM → 143; others as a shell reports them.
+fn cold_exit_on(sig: nix::sys::signal::Signal) -> i32 {
+    match sig {
+        nix::sys::signal::Signal::SIGINT => 0,
+        other => 128 + other as i32,
+    }
+}
+
+struct Relayed {
+    /// The turn's exit status, from its result.
+    exit: Option<i32>,
+    observation: crate::observe::Observation,
+    signalled: bool,
+    signalled_by: Option<nix::sys::signal::Signal>,
+    /// Bytes that reached (or were held for) the caller.
+    wrote: usize,
+}
+
+/// Write the message, then relay the turn: stdout rendered for the caller's
+/// format up to the result, stderr as it comes.
+fn relay(
+    ctx: &Ctx<'_>,
+    lent: &Lent,
+    line: &[u8],
+    hold: &tee::SharedHold,
+    format: crate::invocation::OutputFormat,
+    watch: Option<&dyn Watch>,
+) -> Relayed {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut out = Relayed {
+        exit: None,
+        observation: Default::default(),
+        signalled: false,
+        signalled_by: None,
+        wrote: 0,
+    };
+    let mut observer = Observer::new(crate::invocation::OutputFormat::StreamJson);
+    // A cold resume restores the session's usage (and its key order); a
+    // process that began the session itself has its own from turn 2 on.
+    let mut render = Render::new(format, lent.began_fresh && lent.turns > 0);
+    if (&lent.stdin).write_all(line).is_err() {
+        out.observation = observer.finish();
+        return out;
+    }
+    if let Some(w) = watch {
+        w.input_closed();
+    }
+    let mut partial: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut stopped_at: Option<std::time::Instant> = None;
+    'turn: loop {
+        if ctx.child.signalled() && !out.signalled {
+            // The caller stopped the turn: a cold CLI prints nothing more.
+            out.signalled = true;
+            out.signalled_by = ctx.child.last_signal();
+            stopped_at = Some(std::time::Instant::now());
+            tee::mute(hold);
+        }
+        if stopped_at.is_some_and(|t| t.elapsed() > std::time::Duration::from_secs(5)) {
+            break;
+        }
+        let mut fds = [
+            PollFd::new(lent.stdout.as_fd(), PollFlags::POLLIN),
+            PollFd::new(lent.stderr.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::from(100u16)) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => {}
+            Err(_) => break,
+        }
+        let ready = |f: &PollFd| {
+            f.revents()
+                .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
+        };
+        let (out_ready, err_ready) = (ready(&fds[0]), ready(&fds[1]));
+        if err_ready {
+            if let Ok(n) = (&lent.stderr).read(&mut buf) {
+                if n > 0 {
+                    tee::pass(Stream::Err, &buf[..n], hold, false);
+                }
+            }
+        }
+        if !out_ready {
+            continue;
+        }
+        let n = match (&lent.stdout).read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        partial.extend_from_slice(&buf[..n]);
+        while let Some(nl) = memchr::memchr(b'\n', &partial) {
+            let line: Vec<u8> = partial.drain(..=nl).collect();
+            let fed = observer.feed(&line);
+            if fed.result {
+                if let Some(w) = watch {
+                    w.result(observer.observation());
+                }
+            }
+            let rendered = render.line(&line);
+            let obs = observer.observation();
+            let proven = obs.init_session.is_some() || obs.has_success_result();
+            if !rendered.out.is_empty() {
+                out.wrote += rendered.out.len();
+                tee::pass(Stream::Out, &rendered.out, hold, proven);
+            } else if proven {
+                tee::pass(Stream::Out, b"", hold, true);
+            }
+            if let Some(code) = rendered.exit {
+                out.exit = Some(code);
+                break 'turn;
+            }
+        }
+    }
+    if out.signalled {
+        // Let it end (the keeper reaps it); its last words are not ours.
+        out.exit = None;
+    }
+    out.observation = observer.finish();
+    out
+}
+
+/// Whether stdin has nothing for the CLI: a terminal, /dev/null, or a pipe
+/// or file at its end. (A cold `-p "prompt"` appends piped stdin to the
+/// prompt; such calls run cold.)
+fn stdin_is_quiet() -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    // SAFETY: fd 0 outlives this call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    let Ok(meta) = nix::sys::stat::fstat(0) else {
+        return true;
+    };
+    let kind =
+        nix::sys::stat::SFlag::from_bits_truncate(meta.st_mode) & nix::sys::stat::SFlag::S_IFMT;
+    if kind == nix::sys::stat::SFlag::S_IFCHR {
+        return true;
+    }
+    if kind == nix::sys::stat::SFlag::S_IFREG {
+        return meta.st_size == 0;
+    }
+    // A pipe: quiet only if it is at EOF right now (never read data).
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(1) => fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(PollFlags::POLLHUP) && !r.contains(PollFlags::POLLIN)),
+        _ => false,
+    }
+}
+
+impl Launch for Warm {
+    fn fresh_id(&mut self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+
+    fn engine(&self) -> &'static str {
+        self.engine
+    }
+
+    fn planned(
+        &mut self,
+        ctx: &Ctx<'_>,
+        plan: &Plan,
+        head: Option<&str>,
+        a: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished {
+        self.engine = "cold";
+        if !matches!(plan, Plan::Fresh { .. } | Plan::Resume { .. }) {
+            return Cold.planned(ctx, plan, head, a, watch);
+        }
+        let in_place = matches!(
+            plan,
+            Plan::Resume {
+                how: How::InPlace,
+                ..
+            }
+        );
+        let session_flags = super::attempt::session_flags(plan);
+        let Some(args) = warm::live_args(&session_flags, &self.flags) else {
+            return Cold.planned(ctx, plan, head, a, watch);
+        };
+        let req = Request::Turn {
+            session: plan.target_session().to_owned(),
+            head: if in_place {
+                head.map(str::to_owned)
+            } else {
+                None
+            },
+            key: self.key.clone(),
+            file_size: None,
+            start: Some(Start {
+                program: ctx.real.to_string_lossy().into_owned(),
+                args,
+                env: self.env.clone(),
+                cwd: self.cwd.clone(),
+            }),
+        };
+        let lent = match self.keeper().map(|k| k.turn(&req)) {
+            Some(Ok(lent)) => lent,
+            Some(Err(why)) => {
+                debug!("warm: cold, because {why}");
+                return Cold.planned(ctx, plan, head, a, watch);
+            }
+            None => return Cold.planned(ctx, plan, head, a, watch),
+        };
+        let fresh = lent.fresh;
+        match self.run(ctx, lent, plan, a, watch.clone()) {
+            Some(f) => {
+                self.engine = if fresh { "live" } else { "warm" };
+                f
+            }
+            None => Cold.planned(ctx, plan, head, a, watch),
+        }
+    }
+
+    fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+        self.engine = "cold";
+        Cold.as_asked(ctx, a, watch)
+    }
+}
+
+/// Before a cold run writes to `session` in place: end its live process,
+/// if a keeper holds one (it would no longer know the session).
+pub fn release(session: &str) {
+    let Some(dir) = env::data_dir() else {
+        return;
+    };
+    if !crate::warm::keeper::socket(&dir).exists() {
+        return;
+    }
+    if let Some(mut k) = Keeper::connect(&dir, false) {
+        if !k.release(session) {
+            debug!("warm: the keeper could not release {session}");
+        }
+    }
+}

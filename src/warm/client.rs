@@ -1,0 +1,211 @@
+//! The shim's side of the keeper: connect (starting a keeper when none
+//! answers), borrow a conversation's live process for a turn, give it back.
+//! Anything amiss — no keeper, a slow one, another build — and the turn runs
+//! cold, as it would without warm turns.
+
+use super::keeper;
+use super::protocol::{self, Reply, Request, Status};
+use std::fs::File;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long a turn waits for the keeper to answer (a reply may wait for an
+/// old process of the conversation to end first).
+const REPLY_WAIT: Duration = Duration::from_secs(10);
+/// How long a shim waits for a keeper it started to listen.
+const START_WAIT: Duration = Duration::from_millis(500);
+
+pub struct Keeper {
+    stream: UnixStream,
+    buf: Vec<u8>,
+}
+
+/// A live process lent for one turn: its pid and pipes.
+pub struct Lent {
+    pub pid: i32,
+    /// Started for this turn (its first turn: the session is not proven yet).
+    pub fresh: bool,
+    /// Turns it served before this one.
+    pub turns: u32,
+    /// It started its session anew rather than by resuming it.
+    pub began_fresh: bool,
+    pub stdin: File,
+    pub stdout: File,
+    pub stderr: File,
+}
+
+/// This shim build: a keeper of another build drains (its rules may differ).
+pub fn build_id() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| std::fs::metadata(p).ok());
+    match exe {
+        Some(m) => format!(
+            "{}-{}-{}.{}",
+            env!("CARGO_PKG_VERSION"),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec()
+        ),
+        None => env!("CARGO_PKG_VERSION").to_owned(),
+    }
+}
+
+/// The keeper's settings, from the environment of the shim that starts it.
+pub fn config(dir: &Path) -> keeper::Config {
+    let ttl = crate::env::warm_ttl();
+    keeper::Config {
+        dir: dir.to_path_buf(),
+        max: crate::env::warm_max().unwrap_or_else(keeper::default_max),
+        ttl,
+        linger: ttl.min(Duration::from_secs(60)),
+        build: build_id(),
+    }
+}
+
+impl Keeper {
+    /// The keeper of `dir`, if one answers (with `start`, one is started
+    /// when none does).
+    pub fn connect(dir: &Path, start: bool) -> Option<Keeper> {
+        let socket = keeper::socket(dir);
+        let mut k = match UnixStream::connect(&socket) {
+            Ok(s) => Keeper::new(s),
+            Err(_) if start => {
+                spawn_keeper().ok()?;
+                let deadline = Instant::now() + START_WAIT;
+                loop {
+                    if let Ok(s) = UnixStream::connect(&socket) {
+                        break Keeper::new(s);
+                    }
+                    if Instant::now() >= deadline {
+                        crate::debug!("warm: the keeper did not start in time");
+                        return None;
+                    }
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+            }
+            Err(_) => return None,
+        };
+        match k.call(&Request::Hello { build: build_id() }) {
+            Ok(Reply::Hello { build, .. }) if build == build_id() => Some(k),
+            Ok(_) => {
+                crate::debug!("warm: the keeper is another build (draining)");
+                None
+            }
+            Err(e) => {
+                crate::debug!("warm: keeper hello failed: {e}");
+                None
+            }
+        }
+    }
+
+    fn new(stream: UnixStream) -> Keeper {
+        let _ = stream.set_read_timeout(Some(REPLY_WAIT));
+        Keeper {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    fn call(&mut self, req: &Request) -> std::io::Result<Reply> {
+        Ok(self.call_fds(req)?.0)
+    }
+
+    fn call_fds(&mut self, req: &Request) -> std::io::Result<(Reply, Vec<std::os::fd::OwnedFd>)> {
+        protocol::send(&self.stream, req, &[])?;
+        protocol::recv(&self.stream, &mut self.buf)
+    }
+
+    /// A live process for this turn, or why not.
+    pub fn turn(&mut self, req: &Request) -> Result<Lent, String> {
+        match self.call_fds(req) {
+            Ok((
+                Reply::Lent {
+                    pid,
+                    fresh,
+                    turns,
+                    began_fresh,
+                },
+                fds,
+            )) if fds.len() == 3 => {
+                let mut fds = fds.into_iter().map(File::from);
+                let (Some(stdin), Some(stdout), Some(stderr)) =
+                    (fds.next(), fds.next(), fds.next())
+                else {
+                    return Err("the keeper sent no pipes".into());
+                };
+                Ok(Lent {
+                    pid,
+                    fresh,
+                    turns,
+                    began_fresh,
+                    stdin,
+                    stdout,
+                    stderr,
+                })
+            }
+            Ok((Reply::Miss { why }, _)) => Err(why),
+            Ok((other, _)) => Err(format!("unexpected reply {other:?}")),
+            Err(e) => Err(format!("keeper: {e}")),
+        }
+    }
+
+    /// The lent process finished its turn; `key`: what it has taken in now.
+    pub fn done(&mut self, healthy: bool, head: Option<String>, key: Option<String>) {
+        let _ = self.call(&Request::Done {
+            healthy,
+            head,
+            file_size: None,
+            key,
+        });
+    }
+
+    /// End `session`'s live process (if any) before writing to the session
+    /// cold; returns once it is gone.
+    pub fn release(&mut self, session: &str) -> bool {
+        matches!(
+            self.call(&Request::Release {
+                session: session.to_owned()
+            }),
+            Ok(Reply::Ok)
+        )
+    }
+
+    pub fn status(&mut self) -> std::io::Result<Status> {
+        match self.call(&Request::Status)? {
+            Reply::Status(s) => Ok(s),
+            other => Err(std::io::Error::other(format!("unexpected reply {other:?}"))),
+        }
+    }
+
+    /// End live processes (one session's, or all and the keeper).
+    pub fn stop(&mut self, session: Option<String>) -> std::io::Result<()> {
+        let _ = self.stream.set_read_timeout(Some(Duration::from_secs(30)));
+        match self.call(&Request::Stop { session })? {
+            Reply::Ok => Ok(()),
+            other => Err(std::io::Error::other(format!("unexpected reply {other:?}"))),
+        }
+    }
+}
+
+/// Start `claude-shim keeper` in its own session, detached from ours.
+fn spawn_keeper() -> std::io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("keeper")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid and signal resets are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            crate::runner::signals::reset_for_child()?;
+            nix::unistd::setsid()?;
+            Ok(())
+        });
+    }
+    cmd.spawn().map(|_| ())
+}

@@ -1,0 +1,750 @@
+//! The keeper: a small per-user background process (`claude-shim keeper`,
+//! started on demand by a shim) that owns the live Claude Code processes of
+//! warm turns. One per data dir (a lock file), listening on `keeper.sock`
+//! there. It lends a process to one turn at a time (passing its pipes), takes
+//! it back idle, watches idle ones (any output or exit: discarded), ends those
+//! idle past their TTL or pushed out by the pool bound (least recently used
+//! first), and exits once it holds nothing.
+//!
+//! Nothing outlives it: live processes read their input from the keeper, so
+//! should it be killed their stdin closes and they end (a lent one after its
+//! turn: the shim still holds its stdin). It ends a process by closing its
+//! stdin, which lets the CLI write its closing records; never while another
+//! turn holds the session's lease.
+
+use super::protocol::{self, Live, Reply, Request, Start, Status};
+use crate::store::pins::Lease;
+use crate::store::Store;
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const SOCKET: &str = "keeper.sock";
+const LOCK: &str = "keeper.lock";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub dir: PathBuf,
+    pub max: usize,
+    pub ttl: Duration,
+    /// How long the keeper stays with nothing to hold.
+    pub linger: Duration,
+    pub build: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Idle,
+    Lent(u64),
+    /// Its stdin is closed; it is finishing. `graceful`: we may wait for it.
+    Stopping {
+        since: Instant,
+    },
+}
+
+struct Entry {
+    session: String,
+    head: Option<String>,
+    key: String,
+    file_size: Option<u64>,
+    cwd: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    state: State,
+    started: Instant,
+    last_used: Instant,
+    turns: u32,
+    /// The keeper holds the session's lease while ending it.
+    leased: bool,
+    /// To be ended as soon as no turn holds the session.
+    want_stop: bool,
+    /// It started its session anew (`--session-id`), not by resuming it.
+    began_fresh: bool,
+}
+
+struct Conn {
+    stream: UnixStream,
+    buf: Vec<u8>,
+    /// The entry lent to this connection.
+    lent: Option<u64>,
+    /// A request waiting for these entries to exit first.
+    waiting: Option<(Vec<u64>, Request)>,
+    closed: bool,
+}
+
+pub struct Keeper {
+    cfg: Config,
+    entries: HashMap<u64, Entry>,
+    conns: HashMap<u64, Conn>,
+    next_id: u64,
+    last_activity: Instant,
+    draining: bool,
+    store: Option<Store>,
+}
+
+static TERMINATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_term(_: nix::libc::c_int) {
+    TERMINATED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Run the keeper until it holds nothing (or is told to stop). Returns at
+/// once when another keeper already serves `dir`.
+pub fn serve(cfg: Config) -> Result<()> {
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(cfg.dir.join(LOCK))
+        .context("opening the keeper's lock")?;
+    let _lock = match nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(l) => l,
+        Err(_) => return Ok(()),
+    };
+    let path = cfg.dir.join(SOCKET);
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).context("binding the keeper's socket")?;
+    listener.set_nonblocking(true)?;
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        let action = nix::sys::signal::SigAction::new(
+            nix::sys::signal::SigHandler::Handler(on_term),
+            nix::sys::signal::SaFlags::empty(),
+            nix::sys::signal::SigSet::empty(),
+        );
+        let _ = nix::sys::signal::sigaction(nix::sys::signal::Signal::SIGTERM, &action);
+        let _ = nix::sys::signal::sigaction(nix::sys::signal::Signal::SIGINT, &action);
+        let _ = nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGHUP,
+            nix::sys::signal::SigHandler::SigIgn,
+        );
+    }
+    let mut k = Keeper {
+        store: Store::open_in(&cfg.dir).ok(),
+        cfg,
+        entries: HashMap::new(),
+        conns: HashMap::new(),
+        next_id: 1,
+        last_activity: Instant::now(),
+        draining: false,
+    };
+    loop {
+        if TERMINATED.load(std::sync::atomic::Ordering::SeqCst) && !k.draining {
+            k.drain();
+        }
+        k.tick(&listener)?;
+        let idle = k.entries.is_empty() && k.conns.is_empty();
+        if idle && (k.draining || k.last_activity.elapsed() >= k.cfg.linger) {
+            break;
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    Ok(())
+}
+
+impl Keeper {
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn tick(&mut self, listener: &UnixListener) -> Result<()> {
+        self.poll(listener);
+        self.accept(listener);
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.read_conn(id);
+        }
+        self.watch_idle();
+        self.reap();
+        self.expire();
+        self.conns.retain(|_, c| !c.closed);
+        Ok(())
+    }
+
+    /// Wait for something to do: a connection, a request, an idle process
+    /// stirring, or the next timer tick.
+    fn poll(&self, listener: &UnixListener) {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let mut fds = vec![PollFd::new(listener.as_fd(), PollFlags::POLLIN)];
+        for c in self.conns.values() {
+            fds.push(PollFd::new(c.stream.as_fd(), PollFlags::POLLIN));
+        }
+        for e in self.entries.values().filter(|e| e.state == State::Idle) {
+            fds.push(PollFd::new(e.stdout.as_fd(), PollFlags::POLLIN));
+            fds.push(PollFd::new(e.stderr.as_fd(), PollFlags::POLLIN));
+        }
+        let _ = poll(&mut fds, PollTimeout::from(200u16));
+    }
+
+    fn accept(&mut self, listener: &UnixListener) {
+        while let Ok((stream, _)) = listener.accept() {
+            let _ = stream.set_nonblocking(true);
+            let id = self.id();
+            self.conns.insert(
+                id,
+                Conn {
+                    stream,
+                    buf: Vec::new(),
+                    lent: None,
+                    waiting: None,
+                    closed: false,
+                },
+            );
+            self.last_activity = Instant::now();
+        }
+    }
+
+    fn read_conn(&mut self, id: u64) {
+        let mut chunk = [0u8; 16 << 10];
+        loop {
+            let Some(c) = self.conns.get_mut(&id) else {
+                return;
+            };
+            match (&c.stream).read(&mut chunk) {
+                Ok(0) => {
+                    self.hang_up(id);
+                    return;
+                }
+                Ok(n) => c.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.hang_up(id);
+                    return;
+                }
+            }
+        }
+        loop {
+            let Some(c) = self.conns.get_mut(&id) else {
+                return;
+            };
+            if c.waiting.is_some() {
+                return;
+            }
+            let Some(nl) = memchr::memchr(b'\n', &c.buf) else {
+                return;
+            };
+            let line: Vec<u8> = c.buf.drain(..=nl).collect();
+            self.last_activity = Instant::now();
+            match serde_json::from_slice::<Request>(&line) {
+                Ok(req) => self.handle(id, req),
+                Err(_) => self.reply(
+                    id,
+                    &Reply::Miss {
+                        why: "bad request".into(),
+                    },
+                    &[],
+                ),
+            }
+        }
+    }
+
+    /// The connection closed: a process still lent to it was abandoned
+    /// mid-turn (its caller died); it must not go on working for nobody.
+    fn hang_up(&mut self, id: u64) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.closed = true;
+            if let Some(e) = c.lent.take() {
+                if let Some(entry) = self.entries.get_mut(&e) {
+                    let _ = nix::sys::signal::kill(pid(entry), nix::sys::signal::Signal::SIGTERM);
+                    stop(entry);
+                }
+            }
+        }
+    }
+
+    fn reply(&mut self, id: u64, reply: &Reply, fds: &[i32]) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            let _ = c.stream.set_nonblocking(false);
+            if protocol::send(&c.stream, reply, fds).is_err() {
+                c.closed = true;
+            }
+            let _ = c.stream.set_nonblocking(true);
+        }
+    }
+
+    fn handle(&mut self, id: u64, req: Request) {
+        match req {
+            Request::Hello { build } => {
+                if build != self.cfg.build {
+                    // Another build of the shim: its processes would be
+                    // judged by other rules. Drain, and let it start anew.
+                    self.drain();
+                }
+                let reply = Reply::Hello {
+                    build: self.cfg.build.clone(),
+                    pid: std::process::id(),
+                };
+                self.reply(id, &reply, &[]);
+            }
+            Request::Turn { .. } => self.turn(id, req),
+            Request::Done {
+                healthy,
+                head,
+                file_size,
+                key,
+            } => {
+                let lent = self.conns.get_mut(&id).and_then(|c| c.lent.take());
+                if let Some(entry) = lent.and_then(|e| self.entries.get_mut(&e)) {
+                    if healthy && !self.draining {
+                        entry.state = State::Idle;
+                        entry.head = head;
+                        entry.file_size = file_size;
+                        if let Some(key) = key {
+                            entry.key = key;
+                        }
+                        entry.turns += 1;
+                        entry.last_used = Instant::now();
+                    } else {
+                        stop(entry);
+                    }
+                }
+                self.reply(id, &Reply::Ok, &[]);
+            }
+            Request::Release { ref session } => {
+                let idle: Vec<u64> = self
+                    .entries
+                    .iter()
+                    .filter(|(_, e)| &e.session == session && e.state == State::Idle)
+                    .map(|(k, _)| *k)
+                    .collect();
+                let busy = self
+                    .entries
+                    .values()
+                    .any(|e| &e.session == session && matches!(e.state, State::Lent(_)));
+                if busy {
+                    let why = "a turn of this session runs in its live process".into();
+                    return self.reply(id, &Reply::Miss { why }, &[]);
+                }
+                // The asker holds the session's lease: end it gracefully.
+                self.stop_then(id, idle, Request::Status, true);
+            }
+            Request::Status => {
+                let status = self.status();
+                self.reply(id, &Reply::Status(status), &[]);
+            }
+            Request::Stop { ref session } => {
+                let ids: Vec<u64> = self
+                    .entries
+                    .iter()
+                    .filter(|(_, e)| session.as_ref().is_none_or(|s| &e.session == s))
+                    .filter(|(_, e)| e.state == State::Idle)
+                    .map(|(k, _)| *k)
+                    .collect();
+                if session.is_none() {
+                    self.draining = true;
+                }
+                self.stop_then(id, ids, Request::Status, false);
+            }
+        }
+    }
+
+    /// End `ids`, then answer `then` (a `Status` answers `Ok`).
+    fn stop_then(&mut self, conn: u64, ids: Vec<u64>, then: Request, graceful: bool) {
+        for e in &ids {
+            if let Some(entry) = self.entries.get_mut(e) {
+                if graceful {
+                    stop(entry);
+                }
+            }
+        }
+        if !graceful {
+            for e in &ids {
+                self.stop_leased(*e);
+            }
+        }
+        let pending: Vec<u64> = ids
+            .into_iter()
+            .filter(|e| self.entries.contains_key(e))
+            .collect();
+        if pending.is_empty() {
+            self.answer(conn, then);
+        } else if let Some(c) = self.conns.get_mut(&conn) {
+            c.waiting = Some((pending, then));
+        }
+    }
+
+    fn answer(&mut self, conn: u64, then: Request) {
+        match then {
+            Request::Status => self.reply(conn, &Reply::Ok, &[]),
+            other => self.handle(conn, other),
+        }
+    }
+
+    fn turn(&mut self, conn: u64, req: Request) {
+        let Request::Turn {
+            session,
+            head,
+            key,
+            file_size,
+            start,
+        } = req.clone()
+        else {
+            return;
+        };
+        if self.draining {
+            let why = "the keeper is draining (a new shim build or a stop)".into();
+            return self.reply(conn, &Reply::Miss { why }, &[]);
+        }
+        let found = self
+            .entries
+            .iter()
+            .find(|(_, e)| e.session == session && !matches!(e.state, State::Stopping { .. }))
+            .map(|(k, e)| (*k, e.state));
+        match found {
+            Some((_, State::Lent(_))) => {
+                let why = "another turn of this conversation runs in its live process".into();
+                return self.reply(conn, &Reply::Miss { why }, &[]);
+            }
+            Some((e, State::Idle)) => {
+                let entry = &self.entries[&e];
+                if entry.key == key && entry.head == head && entry.file_size == file_size {
+                    return self.lend(conn, e, false);
+                }
+                crate::debug!(
+                    "keeper: {} cannot serve (key {}, head {})",
+                    session,
+                    if entry.key == key { "same" } else { "changed" },
+                    if entry.head == head { "same" } else { "moved" }
+                );
+                // Something changed since it started (environment, files,
+                // flags) or someone else wrote the session: it cannot
+                // serve. The asker holds the lease; end it, then go on.
+                return self.stop_then(conn, vec![e], req, true);
+            }
+            _ => {}
+        }
+        let Some(start) = start else {
+            let why = "no live process for this conversation".into();
+            return self.reply(conn, &Reply::Miss { why }, &[]);
+        };
+        let live = self
+            .entries
+            .values()
+            .filter(|e| !matches!(e.state, State::Stopping { .. }))
+            .count();
+        if live >= self.cfg.max {
+            let lru = self
+                .entries
+                .iter()
+                .filter(|(_, e)| e.state == State::Idle)
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| *k);
+            match lru {
+                Some(old) => self.stop_leased(old),
+                None => {
+                    let why = format!("the pool is full ({live} live processes, all busy)");
+                    return self.reply(conn, &Reply::Miss { why }, &[]);
+                }
+            }
+        }
+        match spawn(&start) {
+            Ok(mut entry) => {
+                entry.session = session;
+                entry.key = key;
+                let id = self.id();
+                self.entries.insert(id, entry);
+                self.lend(conn, id, true);
+            }
+            Err(e) => {
+                let why = format!("starting the CLI failed: {e}");
+                self.reply(conn, &Reply::Miss { why }, &[]);
+            }
+        }
+    }
+
+    fn lend(&mut self, conn: u64, e: u64, fresh: bool) {
+        let Some(entry) = self.entries.get_mut(&e) else {
+            return;
+        };
+        let Some(stdin) = entry.stdin.as_ref() else {
+            return self.reply(
+                conn,
+                &Reply::Miss {
+                    why: "ending".into(),
+                },
+                &[],
+            );
+        };
+        entry.state = State::Lent(conn);
+        let fds = [
+            stdin.as_raw_fd(),
+            entry.stdout.as_raw_fd(),
+            entry.stderr.as_raw_fd(),
+        ];
+        let reply = Reply::Lent {
+            pid: entry.child.id() as i32,
+            fresh,
+            turns: entry.turns,
+            began_fresh: entry.began_fresh,
+        };
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.lent = Some(e);
+        }
+        self.reply(conn, &reply, &fds);
+    }
+
+    /// Any output or end of an idle process: it is not in a state to serve.
+    fn watch_idle(&mut self) {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let ids: Vec<u64> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.state == State::Idle)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in ids {
+            let stirred = {
+                let e = &self.entries[&id];
+                let mut fds = [
+                    PollFd::new(e.stdout.as_fd(), PollFlags::POLLIN),
+                    PollFd::new(e.stderr.as_fd(), PollFlags::POLLIN),
+                ];
+                poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+            };
+            if stirred {
+                let e = &mut self.entries.get_mut(&id).expect("listed above");
+                let mut peek = [0u8; 512];
+                let n = nix::unistd::read(e.stdout.as_raw_fd(), &mut peek).unwrap_or(0);
+                crate::debug!(
+                    "keeper: idle {} stirred ({}); ending it",
+                    e.session,
+                    String::from_utf8_lossy(&peek[..n])
+                );
+                self.stop_leased(id);
+            }
+        }
+    }
+
+    /// End an entry without a turn holding its session: under the lease
+    /// (the CLI's closing records must not meet another writer); a process
+    /// whose session moved on is killed without them.
+    fn stop_leased(&mut self, id: u64) {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return;
+        };
+        if matches!(entry.state, State::Stopping { .. }) {
+            return;
+        }
+        let lease = match self.store.as_mut() {
+            Some(store) => store
+                .try_lease(
+                    &entry.session,
+                    entry.head.as_deref(),
+                    std::process::id() as i32,
+                    crate::turn::lookup::alive,
+                )
+                .unwrap_or(Lease::NotHead),
+            None => Lease::NotHead,
+        };
+        match lease {
+            Lease::Taken => {
+                entry.leased = true;
+                stop(entry);
+            }
+            // A turn is writing the session now: try again later.
+            Lease::Held { .. } => entry.want_stop = true,
+            Lease::NotHead => {
+                let _ = nix::sys::signal::kill(pid(entry), nix::sys::signal::Signal::SIGKILL);
+                stop(entry);
+            }
+        }
+    }
+
+    fn reap(&mut self) {
+        let mut gone = Vec::new();
+        for (id, e) in self.entries.iter_mut() {
+            match e.child.try_wait() {
+                Ok(Some(_)) | Err(_) => gone.push(*id),
+                Ok(None) => {
+                    if let State::Stopping { since } = e.state {
+                        let waited = since.elapsed();
+                        if waited > Duration::from_secs(8) {
+                            let _ = e.child.kill();
+                        } else if waited > Duration::from_secs(3) {
+                            let _ =
+                                nix::sys::signal::kill(pid(e), nix::sys::signal::Signal::SIGTERM);
+                        }
+                    }
+                }
+            }
+        }
+        for id in gone {
+            if let Some(e) = self.entries.remove(&id) {
+                if e.leased {
+                    if let Some(store) = &self.store {
+                        let _ = store.release_lease(&e.session, std::process::id() as i32);
+                    }
+                }
+                if let State::Lent(conn) = e.state {
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.lent = None;
+                    }
+                }
+            }
+            self.last_activity = Instant::now();
+        }
+        // Requests that waited for exits.
+        let ready: Vec<(u64, Request)> = self
+            .conns
+            .iter_mut()
+            .filter_map(|(id, c)| {
+                let (ids, _) = c.waiting.as_ref()?;
+                if ids.iter().any(|e| self.entries.contains_key(e)) {
+                    return None;
+                }
+                c.waiting.take().map(|(_, r)| (*id, r))
+            })
+            .collect();
+        for (conn, then) in ready {
+            self.answer(conn, then);
+            self.read_conn(conn);
+        }
+    }
+
+    fn expire(&mut self) {
+        let ttl = self.cfg.ttl;
+        let old: Vec<u64> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| {
+                e.state == State::Idle && (e.want_stop || e.last_used.elapsed() >= ttl)
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for id in old {
+            self.stop_leased(id);
+        }
+    }
+
+    fn drain(&mut self) {
+        self.draining = true;
+        let ids: Vec<u64> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.state == State::Idle)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in ids {
+            self.stop_leased(id);
+        }
+    }
+
+    fn status(&self) -> Status {
+        Status {
+            pid: std::process::id(),
+            build: self.cfg.build.clone(),
+            max: self.cfg.max,
+            ttl_secs: self.cfg.ttl.as_secs(),
+            live: self
+                .entries
+                .values()
+                .map(|e| Live {
+                    session: e.session.clone(),
+                    pid: e.child.id() as i32,
+                    state: match e.state {
+                        State::Idle => "idle",
+                        State::Lent(_) => "busy",
+                        State::Stopping { .. } => "stopping",
+                    }
+                    .into(),
+                    turns: e.turns,
+                    cwd: e.cwd.clone(),
+                    idle_secs: e.last_used.elapsed().as_secs(),
+                    age_secs: e.started.elapsed().as_secs(),
+                    rss_bytes: rss(e.child.id()),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn pid(e: &Entry) -> nix::unistd::Pid {
+    nix::unistd::Pid::from_raw(e.child.id() as i32)
+}
+
+/// Close its stdin: the CLI finishes (writing its closing records) and exits.
+fn stop(e: &mut Entry) {
+    drop(e.stdin.take());
+    if !matches!(e.state, State::Stopping { .. }) {
+        e.state = State::Stopping {
+            since: Instant::now(),
+        };
+    }
+}
+
+fn spawn(start: &Start) -> std::io::Result<Entry> {
+    let mut cmd = Command::new(&start.program);
+    cmd.args(&start.args)
+        .env_clear()
+        .envs(start.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&start.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn()?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        let _ = child.kill();
+        return Err(std::io::Error::other("no pipes"));
+    };
+    let now = Instant::now();
+    Ok(Entry {
+        session: String::new(),
+        head: None,
+        key: String::new(),
+        file_size: None,
+        cwd: start.cwd.clone(),
+        child,
+        stdin: Some(stdin),
+        stdout,
+        stderr,
+        state: State::Idle,
+        started: now,
+        last_used: now,
+        turns: 0,
+        leased: false,
+        want_stop: false,
+        began_fresh: !start.args.iter().any(|a| a == "--resume"),
+    })
+}
+
+/// Resident memory of a process (Linux; elsewhere unknown).
+fn rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The default pool bound: a live CLI holds ~215 MB; use at most a quarter
+/// of the machine's memory, between 1 and 16 processes.
+pub fn default_max() -> usize {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?.to_owned();
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map(|kb| kb * 1024);
+    match total {
+        Some(bytes) => ((bytes / 4) / (256 << 20)).clamp(1, 16) as usize,
+        None => 4,
+    }
+}
+
+/// Where the keeper of `dir` listens.
+pub fn socket(dir: &Path) -> PathBuf {
+    dir.join(SOCKET)
+}

@@ -1,0 +1,219 @@
+//! Warm turns: a conversation's next turn runs in the live Claude Code
+//! process of its last turn. A managed turn that may run warm runs in a live
+//! process owned by the keeper (`keeper`): the one the conversation's last
+//! turn ran in, when nothing a cold start would read has changed since
+//! (`fingerprint`), else a new one, which then stays alive for the next turn.
+//! The shim writes the user message to it, and prints what a cold run would
+//! have printed (`render`). Anything amiss: the cold path of old.
+
+pub mod client;
+pub mod fingerprint;
+pub mod keeper;
+pub mod protocol;
+pub mod render;
+
+use crate::argv::{self, ParsedArgs};
+use crate::invocation::{InputFormat, Managed, Mode, OutputFormat};
+use sha2::{Digest, Sha256};
+use std::ffi::OsString;
+
+/// Why an invocation cannot run warm (`None`: it can). Pure.
+pub fn refusal(m: &Managed) -> Option<&'static str> {
+    if m.mode != Mode::Print {
+        return Some("Agent SDK sessions run cold");
+    }
+    if m.input != InputFormat::Text {
+        return Some("stream-json input runs cold");
+    }
+    if m.caller_resume.is_some() {
+        return Some("a caller-chosen session runs cold");
+    }
+    if m.output == OutputFormat::Json && m.args.has("verbose") {
+        return Some(
+            "--output-format json --verbose prints every message as an array: it runs cold",
+        );
+    }
+    None
+}
+
+/// Flags a live process gets from us, not from the caller.
+const OURS: &[&str] = &[
+    "input-format",
+    "output-format",
+    "verbose",
+    "resume",
+    "session-id",
+    "fork-session",
+    "resume-session-at",
+];
+
+/// The caller's flags without the prompt and without what the live process
+/// gets from us (formats, `--verbose`, session flags). `None`: not UTF-8.
+pub fn caller_flags(args: &[OsString], parsed: &ParsedArgs) -> Option<Vec<String>> {
+    let mut gone: Vec<std::ops::Range<usize>> = parsed
+        .flags
+        .iter()
+        .filter(|u| OURS.contains(&u.name))
+        .map(|u| u.start..u.end)
+        .collect();
+    gone.extend(parsed.positionals.iter().map(|p| p.index..p.index + 1));
+    if let Some(dd) = parsed.dashdash {
+        gone.push(dd..dd + 1);
+    }
+    args.iter()
+        .enumerate()
+        .filter(|(i, _)| !gone.iter().any(|r| r.contains(i)))
+        .map(|(_, a)| a.to_str().map(str::to_owned))
+        .collect()
+}
+
+/// A live process's argv: the plan's session flags, the caller's flags,
+/// stream-json in and out.
+pub fn live_args(session_flags: &[OsString], flags: &[String]) -> Option<Vec<String>> {
+    let mut out: Vec<String> = session_flags
+        .iter()
+        .map(|a| a.to_str().map(str::to_owned))
+        .collect::<Option<_>>()?;
+    out.extend(flags.iter().cloned());
+    out.extend(
+        [
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
+        .map(String::from),
+    );
+    Some(out)
+}
+
+/// What a live process took in at start (beyond its session), hashed: a
+/// turn may use it only if its own is the same.
+pub struct KeyParts<'a> {
+    pub flags: &'a [String],
+    pub env: &'a str,
+    pub cwd: &'a str,
+    /// The real binary (path, size, mtime): an upgrade starts afresh.
+    pub binary: &'a str,
+    pub files: &'a str,
+}
+
+pub fn key(k: &KeyParts<'_>) -> String {
+    let mut h = Sha256::new();
+    for part in [k.env, k.cwd, k.binary, k.files] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    for f in k.flags {
+        h.update((f.len() as u64).to_le_bytes());
+        h.update(f.as_bytes());
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+/// The user line a live process gets for a turn's prompt text.
+pub fn user_line(text: &str) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": text},
+    }))
+    .unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// argv parsed, for [`caller_flags`].
+pub fn parse(args: &[OsString]) -> Option<ParsedArgs> {
+    argv::parse(args).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    fn managed(list: &[&str]) -> Managed {
+        match crate::invocation::classify(&os(list), Default::default()) {
+            crate::invocation::Class::Managed(m) => m,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn which_calls_may_run_warm() {
+        assert_eq!(refusal(&managed(&["-p"])), None);
+        assert_eq!(refusal(&managed(&["-p", "--output-format", "json"])), None);
+        assert_eq!(
+            refusal(&managed(&[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose"
+            ])),
+            None
+        );
+        assert!(refusal(&managed(&["-p", "--output-format", "json", "--verbose"])).is_some());
+        assert!(refusal(&managed(&[
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json"
+        ]))
+        .is_some());
+        assert!(refusal(&managed(&[
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json"
+        ]))
+        .is_some());
+    }
+
+    #[test]
+    fn a_live_process_gets_the_callers_flags_and_ours() {
+        let args = os(&[
+            "-p",
+            "--model",
+            "opus",
+            "--output-format",
+            "json",
+            "--max-turns",
+            "3",
+            "--",
+            "the prompt",
+        ]);
+        let parsed = argv::parse(&args).unwrap();
+        let flags = caller_flags(&args, &parsed).unwrap();
+        assert_eq!(flags, ["-p", "--model", "opus", "--max-turns", "3"]);
+        let live = live_args(&os(&["--resume", "S"]), &flags).unwrap();
+        assert_eq!(
+            live.join(" "),
+            "--resume S -p --model opus --max-turns 3 --input-format stream-json --output-format stream-json --verbose"
+        );
+        let reparsed =
+            argv::parse(&os(&live.iter().map(String::as_str).collect::<Vec<_>>())).unwrap();
+        assert!(reparsed.positionals.is_empty());
+        // The key follows the flags, the environment and the files.
+        let k = |flags: &[String], env: &str| {
+            key(&KeyParts {
+                flags,
+                env,
+                cwd: "/w",
+                binary: "b",
+                files: "f",
+            })
+        };
+        assert_eq!(k(&flags, "e"), k(&flags, "e"));
+        assert_ne!(k(&flags, "e"), k(&flags, "e2"));
+        assert_ne!(k(&flags, "e"), k(&flags[..3], "e"));
+        let line = user_line("a \"quoted\"\nmessage");
+        assert!(line.ends_with(b"\n"));
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["message"]["content"], "a \"quoted\"\nmessage");
+    }
+}

@@ -1,0 +1,203 @@
+//! Between a shim and the keeper: one JSON line each way per message, over
+//! the keeper's Unix socket (in the private data dir). A lent live process's
+//! stdin, stdout and stderr travel with the `lent` reply (SCM_RIGHTS), so the
+//! shim talks to the CLI directly and the keeper never relays a byte.
+
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+
+/// How a new live process is started (the keeper is its parent).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Start {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum Request {
+    /// First message of a connection: which shim build asks. A keeper of
+    /// another build drains and exits.
+    Hello {
+        build: String,
+    },
+    /// A turn of `session` at `head`: lend its live process if `key` (what
+    /// the process took in at start) still holds and the session file is
+    /// `file_size` long; else, with `start`, a new process for this turn.
+    Turn {
+        session: String,
+        head: Option<String>,
+        key: String,
+        file_size: Option<u64>,
+        start: Option<Start>,
+    },
+    /// The lent process finished its turn (`healthy`: and may serve the next).
+    Done {
+        healthy: bool,
+        head: Option<String>,
+        file_size: Option<u64>,
+        /// What the process has taken in now (its own first start writes
+        /// some of the files a start reads).
+        key: Option<String>,
+    },
+    /// End the live process of `session`, if any, before a cold run writes to
+    /// the session; the reply comes once it has exited.
+    Release {
+        session: String,
+    },
+    Status,
+    /// End live processes: one session's, or all (and the keeper).
+    Stop {
+        session: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "kebab-case")]
+pub enum Reply {
+    Hello {
+        build: String,
+        pid: u32,
+    },
+    /// The process's stdin, stdout and stderr come with this line.
+    /// `began_fresh`: it started its session anew (not by resuming it).
+    Lent {
+        pid: i32,
+        fresh: bool,
+        turns: u32,
+        began_fresh: bool,
+    },
+    Miss {
+        why: String,
+    },
+    Ok,
+    Status(Status),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    pub pid: u32,
+    pub build: String,
+    pub max: usize,
+    pub ttl_secs: u64,
+    pub live: Vec<Live>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Live {
+    pub session: String,
+    pub pid: i32,
+    /// `idle` | `busy` | `stopping`
+    pub state: String,
+    pub turns: u32,
+    pub cwd: String,
+    pub idle_secs: u64,
+    pub age_secs: u64,
+    /// Resident memory, from /proc (Linux).
+    pub rss_bytes: Option<u64>,
+}
+
+/// Write one message (and, with `fds`, pass them along).
+pub fn send<T: Serialize>(stream: &UnixStream, msg: &T, fds: &[RawFd]) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(msg)?;
+    line.push(b'\n');
+    if fds.is_empty() {
+        return (&*stream).write_all(&line);
+    }
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    let cmsg = [ControlMessage::ScmRights(fds)];
+    let iov = [std::io::IoSlice::new(&line)];
+    let n = sendmsg::<()>(stream.as_raw_fd(), &iov, &cmsg, MsgFlags::empty(), None)?;
+    (&*stream).write_all(&line[n..])
+}
+
+/// Read one message line, with any fds that came with it. `buf` keeps what
+/// was read past the line.
+pub fn recv<T: for<'de> Deserialize<'de>>(
+    stream: &UnixStream,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<(T, Vec<OwnedFd>)> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    let mut fds = Vec::new();
+    loop {
+        if let Some(nl) = memchr::memchr(b'\n', buf) {
+            let line: Vec<u8> = buf.drain(..=nl).collect();
+            let msg = serde_json::from_slice(&line)?;
+            return Ok((msg, fds));
+        }
+        let mut chunk = [0u8; 8192];
+        let mut space = nix::cmsg_space!([RawFd; 3]);
+        let mut iov = [std::io::IoSliceMut::new(&mut chunk)];
+        let msg = match recvmsg::<()>(
+            stream.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Ok(m) => m,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for c in msg.cmsgs()? {
+            if let ControlMessageOwned::ScmRights(received) = c {
+                // SAFETY: the kernel just gave us these descriptors.
+                fds.extend(
+                    received
+                        .into_iter()
+                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+                );
+            }
+        }
+        let n = msg.bytes;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn messages_and_descriptors_round_trip() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let req = Request::Turn {
+            session: "S".into(),
+            head: Some("H".into()),
+            key: "k".into(),
+            file_size: Some(9),
+            start: None,
+        };
+        send(&a, &req, &[]).unwrap();
+        let mut buf = Vec::new();
+        let (got, fds): (Request, _) = recv(&b, &mut buf).unwrap();
+        assert_eq!((got, fds.len()), (req, 0));
+        // A pipe's read end travels with a reply.
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let lent = Reply::Lent {
+            pid: 7,
+            fresh: true,
+            turns: 0,
+            began_fresh: true,
+        };
+        send(&b, &lent, &[r.as_raw_fd()]).unwrap();
+        drop(r);
+        let (got, mut fds): (Reply, _) = recv(&a, &mut buf).unwrap();
+        assert_eq!(got, lent);
+        let mut w = std::fs::File::from(w);
+        w.write_all(b"through").unwrap();
+        drop(w);
+        let mut got = String::new();
+        std::fs::File::from(fds.remove(0))
+            .read_to_string(&mut got)
+            .unwrap();
+        assert_eq!(got, "through");
+    }
+}
