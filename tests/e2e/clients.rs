@@ -10,6 +10,7 @@
 //! arrives, while that CLI is still running. The logged request bodies prove what the
 //! model was sent: every earlier message once, the new one once.
 
+use crate::support::store::run_rows;
 use crate::support::{describe, run, sdk, ApiServer, Chat, Client, Ran, Sandbox};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -69,17 +70,10 @@ impl World {
 
     /// `(kind, why_code)` of every managed turn, in order.
     fn runs(&self) -> Vec<(String, String)> {
-        let db =
-            rusqlite::Connection::open(self.sb.shim_home.join("shim.db")).expect("open shim.db");
-        let mut stmt = db
-            .prepare("SELECT kind, COALESCE(why_code, '') FROM runs ORDER BY id")
-            .unwrap();
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<Vec<(String, String)>, _>>()
-            .unwrap();
-        rows
+        run_rows(&self.sb.shim_home)
+            .into_iter()
+            .map(|r| (r.kind, r.why_code))
+            .collect()
     }
 }
 

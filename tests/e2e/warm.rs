@@ -7,6 +7,7 @@
 //! of the session file intact.
 
 use crate::support::clients::{labels, result_reply, text_reply};
+use crate::support::store::run_rows;
 use crate::support::{describe, run, ApiServer, Ran, Sandbox};
 use serde_json::Value;
 use std::path::Path;
@@ -75,17 +76,10 @@ impl World {
 
     /// `(kind, engine)` of every managed turn, in order.
     fn runs(&self) -> Vec<(String, String)> {
-        let db =
-            rusqlite::Connection::open(self.sb.shim_home.join("shim.db")).expect("open shim.db");
-        let mut stmt = db
-            .prepare("SELECT kind, COALESCE(engine, '') FROM runs ORDER BY id")
-            .unwrap();
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<Vec<(String, String)>, _>>()
-            .unwrap();
-        rows
+        run_rows(&self.sb.shim_home)
+            .into_iter()
+            .map(|r| (r.kind, r.engine))
+            .collect()
     }
 
     fn stop_keeper(&self) {

@@ -735,6 +735,9 @@ mod real {
         let mut sb = Sandbox::real(&server);
         let log = sb.root.join("shim.log");
         sb.set_env("CLAUDE_SHIM_LOG", &log);
+        // The faults of a cold run (a CLI per turn); a warm turn's are in
+        // tests/e2e/warm.rs.
+        sb.set_env("CLAUDE_SHIM_WARM", "0");
         (server, sb)
     }
 

@@ -118,6 +118,7 @@ impl Sandbox {
         let claude = bin.join("claude");
         symlink(shim_exe(), &claude).expect("link the shim as claude");
         symlink(shim_exe(), tools.join("claude-shim")).expect("link claude-shim");
+        let real = real_cli.is_some();
         let real_cli = match real_cli {
             Some(cli) => {
                 symlink(&cli, real_bin.join("claude")).expect("link the real CLI");
@@ -147,6 +148,12 @@ impl Sandbox {
             env: Vec::new(),
         };
         sb.set_env("LC_ALL", "C");
+        if !real {
+            // The fake is one `claude -p` turn per process: it cannot be the
+            // live stream-json CLI a warm turn runs in (tests/e2e/warm.rs
+            // covers those, against the real CLI).
+            sb.set_env("CLAUDE_SHIM_WARM", "0");
+        }
         sb
     }
 

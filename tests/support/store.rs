@@ -39,6 +39,10 @@ pub struct RunRow {
     pub cwd: String,
     /// The exit code, or −signal.
     pub exit: i64,
+    /// Why it ran as it did ('' when not recorded).
+    pub why_code: String,
+    /// `cold` or `warm` ('' when not recorded).
+    pub engine: String,
 }
 
 /// The `runs` table of the store in `shim_home`, oldest first (empty when
@@ -48,7 +52,10 @@ pub fn run_rows(shim_home: &Path) -> Vec<RunRow> {
         return Vec::new();
     };
     let mut stmt = db
-        .prepare("SELECT kind, session, cwd, exit FROM runs ORDER BY id")
+        .prepare(
+            "SELECT kind, session, cwd, exit, COALESCE(why_code, ''), COALESCE(engine, '')
+             FROM runs ORDER BY id",
+        )
         .expect("runs");
     let rows = stmt
         .query_map([], |r| {
@@ -57,6 +64,8 @@ pub fn run_rows(shim_home: &Path) -> Vec<RunRow> {
                 session: r.get(1)?,
                 cwd: r.get(2)?,
                 exit: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                why_code: r.get(4)?,
+                engine: r.get(5)?,
             })
         })
         .expect("runs");
