@@ -26,6 +26,8 @@ pub const PERSISTENCE: &str = "CLAUDE_SHIM_PERSISTENCE";
 pub const EPHEMERAL_TTL: &str = "CLAUDE_SHIM_EPHEMERAL_TTL";
 /// `portable`: use the portable fallbacks of the Linux-only calls (tests).
 pub const PLATFORM: &str = "CLAUDE_SHIM_PLATFORM";
+/// Compactions after which a session's turn runs fresh (`0`: no ceiling).
+pub const MAX_COMPACTIONS: &str = "CLAUDE_SHIM_MAX_COMPACTIONS";
 /// `0`: no warm turns (every turn starts a cold CLI).
 pub const WARM: &str = "CLAUDE_SHIM_WARM";
 /// Most live processes the keeper holds.
@@ -77,6 +79,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         PLATFORM,
         "portable = use the portable fallbacks of Linux-only calls (for tests)",
+    ),
+    (
+        MAX_COMPACTIONS,
+        "compactions after which a conversation's turn runs fresh with the full transcript (default 3; 0 = no ceiling)",
     ),
     (
         WARM,
@@ -144,6 +150,19 @@ pub fn ephemeral_ttl() -> std::time::Duration {
         .ok()
         .and_then(|v| span(&v))
         .unwrap_or(std::time::Duration::from_secs(3600))
+}
+
+/// The compaction ceiling: `CLAUDE_SHIM_MAX_COMPACTIONS` (default 3; `0`:
+/// none).
+pub fn max_compactions() -> Option<u32> {
+    match std::env::var(MAX_COMPACTIONS)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+    {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => Some(3),
+    }
 }
 
 /// Warm turns are on unless `CLAUDE_SHIM_WARM` says `0`/`false`/`off`/`no`.

@@ -51,6 +51,8 @@ pub struct Message<'a> {
     #[serde(borrow, default)]
     pub id: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
+    pub model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     pub role: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub content: Content<'a>,
@@ -132,6 +134,9 @@ pub struct ResultLine<'a> {
     /// The session's running total, not the turn's.
     #[serde(default)]
     pub total_cost_usd: Option<f64>,
+    /// Why the run ended (`completed`, `prompt_too_long`, `api_error`, …).
+    #[serde(borrow, default)]
+    pub terminal_reason: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub errors: Vec<Cow<'a, str>>,
     /// This turn's own usage and cost per model (stream-json output only):

@@ -344,6 +344,7 @@ fn lookup_plan(
         candidate: found.candidate.clone(),
         caps: caps.clone(),
         new_id: "<new session id>".into(),
+        max_compactions: env::max_compactions(),
     });
     Ok((place, found, caps, plan))
 }

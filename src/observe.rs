@@ -24,6 +24,7 @@ pub struct ResultEvent {
     pub total_cost_usd: Option<f64>,
     /// The turn's own cost, where the CLI says it (stream-json output).
     pub turn_cost_usd: Option<f64>,
+    pub terminal_reason: Option<String>,
     pub errors: Vec<String>,
 }
 
@@ -38,6 +39,9 @@ pub struct Observation {
     pub result: Option<ResultEvent>,
     /// Result events seen (an SDK session may answer several messages).
     pub results: usize,
+    /// A real answer came (an assistant message the model wrote, not the
+    /// CLI's stand-in for an API error).
+    pub answered: bool,
     /// Text mode: stdout as printed (None when over the cap or not text mode).
     pub text: Option<String>,
     /// Bytes seen on stdout.
@@ -60,6 +64,20 @@ impl Observation {
     /// A successful result event arrived (json and stream-json output).
     pub fn has_success_result(&self) -> bool {
         self.result.as_ref().is_some_and(|r| !r.is_error)
+    }
+
+    /// The CLI refused the prompt as longer than the context allows.
+    pub fn too_long(&self) -> bool {
+        const MESSAGE: &str = "Prompt is too long";
+        match &self.result {
+            Some(r) => {
+                r.is_error
+                    && (r.terminal_reason.as_deref() == Some("prompt_too_long")
+                        || r.text.as_deref().is_some_and(|t| t.starts_with(MESSAGE)))
+            }
+            // Text output prints only the message.
+            None => self.text.as_deref().is_some_and(|t| t.starts_with(MESSAGE)),
+        }
     }
 }
 
@@ -204,6 +222,9 @@ impl Observer {
                 self.obs.init_session = s.session_id.map(Into::into);
             }
             Event::Assistant(a) if a.parent_tool_use_id.is_none() => {
+                if a.message.model.as_deref() != Some("<synthetic>") {
+                    self.obs.answered = true;
+                }
                 if let Some(uuid) = a.uuid {
                     self.obs.assistant_uuids.push(uuid.into());
                 }
@@ -223,6 +244,7 @@ impl Observer {
                     turn_cost_usd: r
                         .model_usage_since_last_result
                         .map(|m| m.values().map(|c| c.cost_usd).sum()),
+                    terminal_reason: r.terminal_reason.map(Into::into),
                     errors: r.errors.into_iter().map(Into::into).collect(),
                 });
             }
@@ -317,5 +339,23 @@ mod tests {
         );
         let (obs, _) = feed_in(OutputFormat::Text, b"\xff\xfe", 1);
         assert_eq!(obs.text, None);
+    }
+}
+#[cfg(test)]
+mod too_long_tests {
+    use super::*;
+
+    #[test]
+    fn a_too_long_refusal_in_each_format() {
+        let mut o = Observer::new(OutputFormat::Text);
+        o.feed("Prompt is too long · the request is ~250000 tokens\n".as_bytes());
+        assert!(o.finish().too_long());
+        let line = r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"prompt_too_long","result":"Prompt is too long"}"#;
+        let mut o = Observer::new(OutputFormat::Json);
+        o.feed(line.as_bytes());
+        assert!(o.finish().too_long());
+        let mut o = Observer::new(OutputFormat::Text);
+        o.feed(b"an answer about prompts\n");
+        assert!(!o.finish().too_long());
     }
 }

@@ -284,6 +284,7 @@ fn main() {
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", &home)
             .env(FAKE_ENV, "1")
+            .env("CLAUDE_SHIM_WARM", "0")
             .current_dir(&work)
             .arg("-p");
         cmd

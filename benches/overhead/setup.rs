@@ -95,6 +95,8 @@ impl Setup {
             .env("HOME", &self.home)
             .env("LANG", "C.UTF-8")
             .env("CLAUDE_SHIM_REAL", &self.fake)
+            // The fake answers one message per process: cold turns only.
+            .env("CLAUDE_SHIM_WARM", "0")
             .env("CLAUDE_SHIM_HOME", &self.shim_home)
             .env(FAKE_ENV, mode)
             .current_dir(&self.work)

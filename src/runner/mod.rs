@@ -27,6 +27,27 @@ pub trait Watch: Send + Sync {
     fn committed(&self) {}
 }
 
+/// What proves a held run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Proof {
+    /// The CLI accepted the session: its init event, or a successful
+    /// result (a resume attempt).
+    #[default]
+    Session,
+    /// The model answered, or the run succeeded: past where the CLI could
+    /// refuse the prompt as too long (a transcript that may not fit).
+    Answer,
+}
+
+impl Proof {
+    pub fn holds(self, obs: &Observation) -> bool {
+        match self {
+            Proof::Session => obs.init_session.is_some() || obs.has_success_result(),
+            Proof::Answer => obs.answered || obs.has_success_result(),
+        }
+    }
+}
+
 /// What the child reads on stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StdinPlan {
@@ -47,8 +68,9 @@ pub struct Spec {
     pub args: Vec<OsString>,
     pub stdin: StdinPlan,
     pub output: OutputFormat,
-    /// Hold output until the run proves itself (a resume attempt).
+    /// Hold output until the run proves itself (see `proof`).
     pub hold: bool,
+    pub proof: Proof,
     /// Recursion-guard value for the child's environment.
     pub guard: String,
     /// `control_response` lines answering these request ids are dropped
@@ -217,6 +239,7 @@ pub fn start(
             observer: Some(Observer::new(spec.output)),
             watch: watch.clone(),
             drop_responses: spec.drop_responses.clone(),
+            proof: spec.proof,
         };
         std::thread::spawn(move || tee::copy(from, tee::Stream::Out, hold, tap))
     });

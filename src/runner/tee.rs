@@ -107,6 +107,7 @@ pub struct Tap {
     pub observer: Option<Observer>,
     pub watch: Option<Arc<dyn Watch>>,
     pub drop_responses: Vec<String>,
+    pub proof: super::Proof,
 }
 
 /// Copy `from` to our fd `to` until EOF. When the caller closes our end
@@ -161,10 +162,7 @@ pub fn copy(
                     w.result(o.observation());
                 }
             }
-            // A stream-json init event, or a successful result (json), means
-            // the CLI accepted the session.
-            let obs = o.observation();
-            proven = obs.init_session.is_some() || obs.has_success_result();
+            proven = tap.proof.holds(o.observation());
         }
         let was_released = released(&hold);
         if !pass(to, chunk, &hold, proven) {

@@ -59,6 +59,9 @@ const MIGRATIONS: &[&str] = &[
     // 4: how each turn ran: a cold CLI, a live process's next turn (warm), a
     // new live process, or the Agent SDK handshake.
     "ALTER TABLE runs ADD COLUMN engine TEXT;",
+    // 5: session file scans (title, counts, compactions), carried on as the
+    // file grows.
+    "CREATE TABLE scans (path TEXT PRIMARY KEY, scan TEXT NOT NULL, at INTEGER NOT NULL);",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

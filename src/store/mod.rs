@@ -8,6 +8,7 @@ mod migrations;
 pub mod pins;
 pub mod report;
 pub mod runs;
+pub mod scans;
 
 use anyhow::{bail, Context, Result};
 use rusqlite::Connection;

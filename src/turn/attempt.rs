@@ -16,9 +16,11 @@ pub struct Attempt {
     pub stdin: StdinPlan,
     /// Prompt bytes sent (the caller's, or the delta).
     pub sent: usize,
-    /// Hold the output until the run proves the session was accepted, so a
-    /// refusal can be rerun unseen (a resume attempt).
+    /// Hold the output until the run proves itself (`proof`), so a refusal
+    /// can be rerun unseen (a resume attempt, or a transcript that may be
+    /// too long).
     pub hold: bool,
+    pub proof: crate::runner::Proof,
     /// Index in `args` of the positional prompt, if that is where it is.
     pub prompt_arg: Option<usize>,
 }
@@ -128,6 +130,7 @@ pub fn original(prompt: &Prompt, args: &[OsString], input: InputFormat) -> Attem
         stdin,
         sent: prompt.len(),
         hold: false,
+        proof: Default::default(),
         prompt_arg,
     }
 }
@@ -146,6 +149,7 @@ pub fn attempt(
     let with_flags = |a: Attempt| Attempt {
         args: argv(plan, &a.args),
         hold: matches!(plan, Plan::Resume { .. }),
+        proof: Default::default(),
         prompt_arg: a.prompt_arg.map(|i| i + session_flags(plan).len()),
         ..a
     };
@@ -159,6 +163,7 @@ pub fn attempt(
             stdin: StdinPlan::Inherit,
             sent: delta.len(),
             hold: false,
+            proof: Default::default(),
             prompt_arg: Some(*index),
         }),
         Prompt::Stdin { .. } => with_flags(Attempt {
@@ -166,6 +171,7 @@ pub fn attempt(
             stdin: StdinPlan::Bytes(delta.as_bytes().to_vec()),
             sent: delta.len(),
             hold: false,
+            proof: Default::default(),
             prompt_arg: None,
         }),
         Prompt::StreamJson {
@@ -194,6 +200,7 @@ pub fn attempt(
                 },
                 sent,
                 hold: false,
+                proof: Default::default(),
                 prompt_arg: None,
             })
         }

@@ -50,6 +50,7 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
             hold: false,
             guard: ctx.guard.to_owned(),
             drop_responses: Vec::new(),
+            proof: Default::default(),
         },
         &ctx.child,
         Some(late.clone() as Arc<dyn Watch>),
@@ -192,6 +193,7 @@ impl Launch for Handshake {
             hold: true,
             guard: ctx.guard.to_owned(),
             drop_responses: self.requests.clone(),
+            proof: attempt.proof,
         };
         debug!("handshake: resuming in a second CLI");
         let finished = runner::run(spec, &ctx.child, Some(tandem.clone() as Arc<dyn Watch>))

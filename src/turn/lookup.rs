@@ -186,12 +186,23 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
             Lease::Held { .. } => found.busy = true,
         }
     }
+    // How often the CLI compacted it (a scan carried on as the file grows).
+    let compactions = match file.as_deref() {
+        Some(f) => place
+            .store
+            .lock()
+            .scan(f)
+            .map(|s| s.compactions)
+            .unwrap_or(0),
+        None => 0,
+    };
     found.candidate = Ok(Candidate {
         session: pin.session.clone(),
         at: pin.assistant_uuid.clone(),
         file_exists: file.is_some(),
         is_head,
         leased: found.lease.is_some() || (mode == Mode::DryRun && is_head),
+        compactions,
     });
     Ok(found)
 }

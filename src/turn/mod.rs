@@ -58,6 +58,7 @@ impl Ctx<'_> {
             hold: a.hold,
             guard: self.guard.to_owned(),
             drop_responses: Vec::new(),
+            proof: a.proof,
         };
         runner::run(spec, &self.child, watch)
             .unwrap_or_else(|e| crate::shim::cannot_run(self.real, &e))
@@ -215,6 +216,9 @@ struct Prepared {
     /// The in-place lease, taken by lookup.
     lease: Option<lookup::LeaseGuard>,
     head_before: Option<String>,
+    /// A fresh turn past the compaction ceiling may be refused as too long:
+    /// then this resume of the compacted session runs, and its head.
+    resume_instead: Option<(Plan, Attempt, Option<String>)>,
 }
 
 /// Stages 1–4. `Ok(None)`: nothing the shim can read; run unchanged.
@@ -242,24 +246,39 @@ fn prepare(
         },
         Mode::Turn,
     )?;
-    let plan = plan::plan(plan::Facts {
+    let facts = plan::Facts {
         caller_session: ctx.managed.caller_resume.clone(),
         forced_fresh: env::fresh(),
         candidate: found.candidate.clone(),
         caps,
         new_id,
-    });
+        max_compactions: env::max_compactions(),
+    };
+    let plan = plan::plan(facts.clone());
     debug!("plan: {plan:?}");
     let reason = Reason::of(&plan, found.busy);
     let send_preamble = env::preamble_keep() || found.preamble_changed;
-    let attempt = attempt::attempt(
-        &plan,
-        &u.conv,
-        send_preamble,
-        prompt,
-        args,
-        ctx.managed.input,
+    let input = ctx.managed.input;
+    let mut attempt = attempt::attempt(&plan, &u.conv, send_preamble, prompt, args, input);
+    let compacted = matches!(
+        plan,
+        Plan::Fresh {
+            why: Why::Compacted(_),
+            ..
+        }
     );
+    let resume_instead = compacted.then(|| {
+        // Held past the point where the CLI could refuse it as too long.
+        attempt.hold = true;
+        attempt.proof = runner::Proof::Answer;
+        let plan = plan::plan(plan::Facts {
+            max_compactions: None,
+            ..facts
+        });
+        let attempt = attempt::attempt(&plan, &u.conv, send_preamble, prompt, args, input);
+        let head = found.candidate.as_ref().ok().and_then(|c| c.at.clone());
+        (plan, attempt, head)
+    });
     let ownership = match ctx.managed.ephemeral {
         true => Ownership::Ephemeral,
         false => Ownership::Kept,
@@ -285,11 +304,18 @@ fn prepare(
         ownership,
     );
     // Holding a lease we will not use would block others.
-    let lease = match plan {
-        Plan::Resume {
-            how: How::InPlace, ..
-        } => found.lease,
-        _ => None,
+    let in_place = |p: &Plan| {
+        matches!(
+            p,
+            Plan::Resume {
+                how: How::InPlace,
+                ..
+            }
+        )
+    };
+    let lease = match in_place(&plan) || resume_instead.as_ref().is_some_and(|r| in_place(&r.0)) {
+        true => found.lease,
+        false => None,
     };
     Ok(Some(Prepared {
         place,
@@ -299,6 +325,7 @@ fn prepare(
         ctx: pin_ctx,
         lease,
         head_before,
+        resume_instead,
     }))
 }
 
@@ -319,6 +346,7 @@ fn execute(
         ctx: pin_ctx,
         lease,
         head_before,
+        resume_instead,
     } = p;
     let before = Before::read(&place, &plan);
     let head = head_before.clone();
@@ -338,8 +366,46 @@ fn execute(
         Some(recorder.clone()),
     );
     let resuming = matches!(plan, Plan::Resume { .. });
-    let (finished, kind, sent, recorder, before) =
-        if resuming && !first.released() && may_be_refusal(&first, &ctx.child) {
+    let refused = !first.released() && may_be_refusal(&first, &ctx.child);
+    debug!(
+        "run ended {:?}: released {}, refused {refused}, too long {}",
+        first.exit,
+        first.released(),
+        first.observation.too_long()
+    );
+    let (finished, kind, sent, recorder, before) = match resume_instead {
+        Some((again, again_attempt, again_head)) if refused && first.observation.too_long() => {
+            // The full transcript does not fit: the compacted session is
+            // the conversation's best holder after all.
+            first.discard();
+            launch.between(ctx);
+            recorder.at_exit(&first.observation, false);
+            let lease = recorder.take_lease();
+            drop(recorder);
+            debug!("the full transcript was refused as too long; resuming {again:?}");
+            plan = again;
+            reason = Reason::compacted_too_long();
+            let before = Before::read(&place, &plan);
+            let recorder = Arc::new(Recorder::new(
+                place.store.clone(),
+                plan.clone(),
+                pin_ctx,
+                place.config_dir.clone(),
+                again_head.clone(),
+                lease,
+            ));
+            let watch: Arc<dyn Watch> = recorder.clone();
+            let f = launch.planned(
+                ctx,
+                &plan,
+                again_head.as_deref(),
+                &again_attempt,
+                Some(watch),
+            );
+            f.release();
+            (f, kind_of(&plan), again_attempt.sent, recorder, before)
+        }
+        _ if resuming && refused => {
             // Refused before the caller saw anything: forget it, run fresh once.
             first.discard();
             launch.between(ctx);
@@ -370,10 +436,12 @@ fn execute(
             ));
             let f = launch.as_asked(ctx, &fresh, Some(recorder.clone()));
             (f, Kind::Fallback, prompt.len(), recorder, Before::fresh())
-        } else {
+        }
+        _ => {
             first.release();
             (first, kind_of(&plan), attempt.sent, recorder, before)
-        };
+        }
+    };
     let succeeded = succeeded(&finished);
     recorder.at_exit(&finished.observation, succeeded);
     let spent = before.spent(&place, &plan, &finished);

@@ -59,6 +59,8 @@ pub struct Candidate {
     pub is_head: bool,
     /// We hold the in-place lease on the session.
     pub leased: bool,
+    /// Times the CLI compacted the session (replaced history by a summary).
+    pub compactions: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +72,10 @@ pub struct Facts {
     pub caps: Caps,
     /// A fresh UUID for a new session, should one be needed.
     pub new_id: String,
+    /// Past this many compactions a session no longer gives the model the
+    /// conversation the transcript does: the turn runs fresh (`None`: no
+    /// ceiling).
+    pub max_compactions: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +89,9 @@ pub enum Why {
     CallerSessionUnknown,
     /// The CLI refused the planned resume; the turn reran as asked.
     Refused,
+    /// The session was compacted this many times: its summary is not the
+    /// conversation; the full transcript goes instead.
+    Compacted(u32),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,6 +174,9 @@ pub fn plan(f: Facts) -> Plan {
     if !c.file_exists {
         return fresh(Why::SessionFileGone);
     }
+    if f.max_compactions.is_some_and(|max| c.compactions >= max) {
+        return fresh(Why::Compacted(c.compactions));
+    }
     let resume = |how| Plan::Resume {
         session: c.session.clone(),
         how,
@@ -207,6 +219,7 @@ mod tests {
             file_exists: file,
             is_head: head,
             leased,
+            compactions: 0,
         })
     }
 
@@ -319,9 +332,38 @@ mod tests {
                 candidate,
                 caps,
                 new_id: "N".into(),
+                max_compactions: Some(3),
             });
             assert_eq!(got, want, "row {i}");
         }
+    }
+
+    #[test]
+    fn past_the_compaction_ceiling_the_turn_runs_fresh() {
+        let facts = |compactions, max| Facts {
+            forced_fresh: false,
+            caller_session: None,
+            candidate: Ok(Candidate {
+                compactions,
+                ..cand(true, true, true, Some("A")).unwrap()
+            }),
+            caps: all(),
+            new_id: "N".into(),
+            max_compactions: max,
+        };
+        let in_place = Plan::Resume {
+            session: S.into(),
+            how: How::InPlace,
+        };
+        assert_eq!(plan(facts(2, Some(3))), in_place);
+        assert_eq!(
+            plan(facts(3, Some(3))),
+            Plan::Fresh {
+                session: "N".into(),
+                why: Why::Compacted(3)
+            }
+        );
+        assert_eq!(plan(facts(9, None)), in_place, "no ceiling");
     }
 
     #[test]
@@ -332,6 +374,7 @@ mod tests {
             candidate: c,
             caps: all(),
             new_id: "N".into(),
+            max_compactions: Some(3),
         };
         let asis = Plan::AsIs {
             why: Why::CallerSessionUnknown,

@@ -231,6 +231,11 @@ impl Recorder {
         }
     }
 
+    /// Hand the lease on (to the run that replaces this one).
+    pub fn take_lease(&self) -> Option<LeaseGuard> {
+        self.lease.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
     /// Release the lease (when the run is over).
     pub fn finish(&self) {
         let lease = self.lease.lock().unwrap_or_else(|p| p.into_inner()).take();

@@ -5,7 +5,7 @@
 //! before a byte reached the caller: the turn runs cold.
 
 use super::attempt::Attempt;
-use super::plan::{How, Plan};
+use super::plan::{How, Miss, Plan, Why};
 use super::{Cold, Ctx, Launch};
 use crate::observe::Observer;
 use crate::prompt::Prompt;
@@ -103,6 +103,11 @@ impl Warm {
         })
     }
 
+    fn file_size(&self, session: &str) -> Option<u64> {
+        let f = sessions::find(&self.config_dir, session)?;
+        std::fs::metadata(f).ok().map(|m| m.len())
+    }
+
     /// The key as of now (files a start reads, fingerprinted afresh).
     fn key_now(&self) -> String {
         let files = fingerprint::files(&fingerprint::paths(
@@ -151,6 +156,11 @@ impl Warm {
         );
         ctx.child.clear(lent.pid);
         let healthy = relayed.exit.is_some() && !relayed.signalled;
+        // Ended mid-turn after output reached the caller: end as it did.
+        let died = match (relayed.exit, relayed.signalled, relayed.wrote > 0) {
+            (None, false, true) => self.keeper.as_mut().and_then(Keeper::ended),
+            _ => None,
+        };
         let head = relayed
             .observation
             .assistant_uuids
@@ -163,8 +173,9 @@ impl Warm {
         // A new process's own start may have written files a start reads
         // (its first in a project): it knows them, so take the key anew.
         let key = (healthy && lent.fresh).then(|| self.key_now());
+        let size = self.file_size(plan.target_session());
         if let Some(k) = self.keeper.as_mut() {
-            k.done(healthy, head, key);
+            k.done(healthy, head, key, size);
         }
         drop(lent);
         let exit = match (relayed.exit, relayed.signalled_by) {
@@ -175,7 +186,7 @@ impl Warm {
                 debug!("warm: the live process ended before its result; running cold");
                 return None;
             }
-            (None, None) => Exit::Code(1),
+            (None, None) => died.unwrap_or(Exit::Code(1)),
         };
         // The turn (execute) commits or discards what is held.
         Some(Finished::new(exit, relayed.observation, hold))
@@ -350,7 +361,20 @@ impl Launch for Warm {
         watch: Option<Arc<dyn Watch>>,
     ) -> Finished {
         self.engine = "cold";
-        if !matches!(plan, Plan::Fresh { .. } | Plan::Resume { .. }) {
+        let conversation = match plan {
+            // A prompt in no transcript dialect is most likely a one-shot
+            // call: it runs exactly as without the shim, and no live CLI is
+            // kept for a next turn that may never come.
+            Plan::Fresh {
+                why: Why::Missed(Miss::NotRecognised(_)),
+                ..
+            } => false,
+            Plan::Fresh { .. } | Plan::Resume { .. } => true,
+            Plan::Caller { .. } | Plan::AsIs { .. } => false,
+        };
+        // A transcript that may be refused as too long is held past that
+        // point: a cold run's hold does that.
+        if !conversation || a.proof == crate::runner::Proof::Answer {
             return Cold.planned(ctx, plan, head, a, watch);
         }
         let in_place = matches!(

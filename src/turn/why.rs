@@ -65,6 +65,12 @@ impl Reason {
                 "resume-refused",
                 "Claude Code refused the resume before any output, so the turn reran as the caller asked",
             ),
+            Why::Compacted(n) => Reason::new(
+                "compacted",
+                format!(
+                    "the session was compacted {n} time(s): its summary is not the conversation, so the turn ran fresh with the full transcript"
+                ),
+            ),
         }
     }
 
@@ -102,6 +108,15 @@ impl Reason {
                 "the pinned session id is not a UUID",
             ),
         }
+    }
+
+    /// The full transcript was refused as too long: the compacted session
+    /// was resumed instead.
+    pub fn compacted_too_long() -> Reason {
+        Reason::new(
+            "compacted-too-long",
+            "the full transcript was refused as too long, so the compacted session was resumed after all",
+        )
     }
 
     /// Run unchanged: the prompt could not be read as text.

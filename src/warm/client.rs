@@ -153,13 +153,32 @@ impl Keeper {
     }
 
     /// The lent process finished its turn; `key`: what it has taken in now.
-    pub fn done(&mut self, healthy: bool, head: Option<String>, key: Option<String>) {
+    pub fn done(
+        &mut self,
+        healthy: bool,
+        head: Option<String>,
+        key: Option<String>,
+        file_size: Option<u64>,
+    ) {
         let _ = self.call(&Request::Done {
             healthy,
             head,
-            file_size: None,
+            file_size,
             key,
         });
+    }
+
+    /// How the lent process ended (it ended mid-turn); `None`: unknown.
+    pub fn ended(&mut self) -> Option<crate::runner::Exit> {
+        match self.call(&Request::Ended).ok()? {
+            Reply::Ended {
+                signal: Some(sig), ..
+            } => nix::sys::signal::Signal::try_from(sig)
+                .ok()
+                .map(crate::runner::Exit::Signal),
+            Reply::Ended { code: Some(c), .. } => Some(crate::runner::Exit::Code(c)),
+            _ => None,
+        }
     }
 
     /// End `session`'s live process (if any) before writing to the session

@@ -78,6 +78,10 @@ struct Conn {
     /// A request waiting for these entries to exit first.
     waiting: Option<(Vec<u64>, Request)>,
     closed: bool,
+    /// How the process lent to it ended, once it has.
+    ended: Option<std::process::ExitStatus>,
+    /// It asked how its process ended, before it had.
+    wants_end: bool,
 }
 
 pub struct Keeper {
@@ -99,6 +103,8 @@ extern "C" fn on_term(_: nix::libc::c_int) {
 /// Run the keeper until it holds nothing (or is told to stop). Returns at
 /// once when another keeper already serves `dir`.
 pub fn serve(cfg: Config) -> Result<()> {
+    // Its socket and lock are private whatever umask started it.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -198,6 +204,8 @@ impl Keeper {
                     lent: None,
                     waiting: None,
                     closed: false,
+                    ended: None,
+                    wants_end: false,
                 },
             );
             self.last_activity = Instant::now();
@@ -288,6 +296,22 @@ impl Keeper {
                 self.reply(id, &reply, &[]);
             }
             Request::Turn { .. } => self.turn(id, req),
+            Request::Ended => {
+                let Some(c) = self.conns.get_mut(&id) else {
+                    return;
+                };
+                match (c.ended, c.lent) {
+                    (Some(status), _) => self.reply(id, &ended(status), &[]),
+                    (None, Some(_)) => c.wants_end = true,
+                    (None, None) => {
+                        let unknown = Reply::Ended {
+                            code: None,
+                            signal: None,
+                        };
+                        self.reply(id, &unknown, &[]);
+                    }
+                }
+            }
             Request::Done {
                 healthy,
                 head,
@@ -563,9 +587,16 @@ impl Keeper {
 
     fn reap(&mut self) {
         let mut gone = Vec::new();
+        let mut endings = Vec::new();
         for (id, e) in self.entries.iter_mut() {
             match e.child.try_wait() {
-                Ok(Some(_)) | Err(_) => gone.push(*id),
+                Ok(Some(status)) => {
+                    if let State::Lent(conn) = e.state {
+                        endings.push((conn, status));
+                    }
+                    gone.push(*id);
+                }
+                Err(_) => gone.push(*id),
                 Ok(None) => {
                     if let State::Stopping { since } = e.state {
                         let waited = since.elapsed();
@@ -577,6 +608,15 @@ impl Keeper {
                         }
                     }
                 }
+            }
+        }
+        for (conn, status) in endings {
+            let wants = self.conns.get_mut(&conn).map(|c| {
+                c.ended = Some(status);
+                std::mem::take(&mut c.wants_end)
+            });
+            if wants == Some(true) {
+                self.reply(conn, &ended(status), &[]);
             }
         }
         for id in gone {
@@ -666,6 +706,14 @@ impl Keeper {
                 })
                 .collect(),
         }
+    }
+}
+
+fn ended(status: std::process::ExitStatus) -> Reply {
+    use std::os::unix::process::ExitStatusExt;
+    Reply::Ended {
+        code: status.code(),
+        signal: status.signal(),
     }
 }
 

@@ -44,6 +44,8 @@ pub enum Request {
         /// some of the files a start reads).
         key: Option<String>,
     },
+    /// The lent process ended mid-turn: how (the reply waits for its exit).
+    Ended,
     /// End the live process of `session`, if any, before a cold run writes to
     /// the session; the reply comes once it has exited.
     Release {
@@ -75,6 +77,11 @@ pub enum Reply {
         why: String,
     },
     Ok,
+    /// How a lent process ended: an exit code, or the signal that killed it.
+    Ended {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
     Status(Status),
 }
 

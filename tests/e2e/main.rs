@@ -8,6 +8,7 @@
 mod support;
 
 mod clients;
+mod compaction;
 mod dialects;
 mod passthrough;
 mod resume;

@@ -824,10 +824,7 @@ fn last_assistant_uuid(file: &Path) -> String {
 /// `fallback` row), the refused attempt cost at most one request and left no trace on
 /// stdout. The next turn resumes the fallback's session.
 fn refused_resume(client: Client, damage: Damage) {
-    let mut w = World::new();
-    // A CLI that starts cold reads the damaged file and refuses; a warm turn
-    // goes on in the live CLI, which never reads it again.
-    w.sb.set_env("CLAUDE_SHIM_WARM", "0");
+    let w = World::new();
     let mut c = w.conv(client);
     let t = say_n(&mut c, "alpha", 2);
     let original = t[1].session();

@@ -296,3 +296,287 @@ fn warm_turns_print_what_cold_turns_print_in_json() {
 fn warm_turns_print_what_cold_turns_print_in_stream_json() {
     same_as_cold(Format::StreamJson);
 }
+
+// ---- faults --------------------------------------------------------------------------
+
+impl World {
+    /// `warm status --json` of this world's keeper (`Value::Null` when none runs).
+    fn keeper_status(&self) -> Value {
+        let mut cmd = std::process::Command::new(crate::support::shim_exe());
+        cmd.args(["warm", "status", "--json"])
+            .env_clear()
+            .env("HOME", &self.sb.home)
+            .env("CLAUDE_SHIM_HOME", &self.sb.shim_home);
+        let out = run(cmd, b"");
+        assert!(out.status.success(), "{}", describe(&out));
+        serde_json::from_slice::<Value>(&out.stdout).expect("status json")["keeper"].clone()
+    }
+
+    fn keeper_pid(&self) -> i32 {
+        self.keeper_status()["pid"].as_i64().expect("a keeper runs") as i32
+    }
+
+    /// Pids of the live CLIs the keeper holds.
+    fn live_pids(&self) -> Vec<i32> {
+        let s = self.keeper_status();
+        s["live"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| l["pid"].as_i64())
+                    .map(|p| p as i32)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn last_engine(&self) -> String {
+        self.runs()
+            .last()
+            .map(|(_, e)| e.clone())
+            .unwrap_or_default()
+    }
+
+    /// The turn answered what the model saw: the history once, then this message.
+    fn assert_answered(&self, out: &Ran, k: usize) {
+        assert!(out.status.success(), "turn {k}: {}", describe(out));
+        let req = self.server.last_main().expect("a request");
+        assert_eq!(req.user_texts().len(), k, "turn {k}: one copy of history");
+        assert_eq!(
+            text_reply(&out.stdout),
+            req.reply,
+            "turn {k}: the caller got the model's answer"
+        );
+    }
+
+    /// A turn, run in the background; the shim's pid is known at once.
+    fn turn_in_background(&self, msg: &str) -> std::process::Child {
+        let prompt = labels(&self.history, msg, "Human", "\n\n");
+        let mut cmd = self.sb.shimmed(["-p"]);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn turn");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(prompt.as_bytes())
+            .unwrap();
+        child
+    }
+}
+
+fn kill9(pid: i32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+fn gone(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+}
+
+/// Two warm turns in (turn 1 starts the live CLI).
+fn warmed() -> World {
+    let mut w = World::new(true);
+    for k in 1..=2 {
+        let out = w.turn(Format::Text, &format!("message {k}"));
+        w.assert_answered(&out, k);
+    }
+    assert_eq!(w.last_engine(), "warm");
+    w
+}
+
+fn finish(w: &World) {
+    w.assert_session_files_intact();
+    w.stop_keeper();
+    eventually(Duration::from_secs(15), "no process left", || {
+        w.processes().is_empty().then_some(())
+    });
+}
+
+#[test]
+fn keeper_killed_between_turns_leaves_no_process_and_the_next_turn_is_answered() {
+    let mut w = warmed();
+    let (keeper, live) = (w.keeper_pid(), w.live_pids());
+    kill9(keeper);
+    // Its live CLI reads its input from the keeper: it ends on its own.
+    eventually(
+        Duration::from_secs(15),
+        "the orphaned live CLI to end",
+        || live.iter().all(|p| gone(*p)).then_some(()),
+    );
+    let out = w.turn(Format::Text, "message 3");
+    w.assert_answered(&out, 3);
+    finish(&w);
+}
+
+#[test]
+fn keeper_killed_mid_turn_the_turn_still_completes() {
+    let mut w = warmed();
+    w.server.set_latency(Duration::from_millis(1500));
+    let keeper = w.keeper_pid();
+    let child = w.turn_in_background("message 3");
+    std::thread::sleep(Duration::from_millis(500));
+    kill9(keeper);
+    let out = child.wait_with_output().map(Ran::from).unwrap();
+    w.server.set_latency(Duration::ZERO);
+    w.assert_answered(&out, 3);
+    assert_eq!(
+        w.last_engine(),
+        "warm",
+        "it ran in the live CLI the shim held"
+    );
+    w.history
+        .push(("message 3".into(), text_reply(&out.stdout)));
+    let out = w.turn(Format::Text, "message 4");
+    w.assert_answered(&out, 4);
+    finish(&w);
+}
+
+#[test]
+fn live_cli_killed_between_turns_or_mid_turn_the_turn_is_answered() {
+    let mut w = warmed();
+    for pid in w.live_pids() {
+        kill9(pid);
+    }
+    let out = w.turn(Format::Text, "message 3");
+    w.assert_answered(&out, 3);
+    // Mid-turn, before any output (text prints at the end): it reruns cold.
+    w.server.set_latency(Duration::from_millis(1500));
+    let live = w.live_pids();
+    let child = w.turn_in_background("message 4");
+    std::thread::sleep(Duration::from_millis(600));
+    for pid in live {
+        kill9(pid);
+    }
+    let out = child.wait_with_output().map(Ran::from).unwrap();
+    w.server.set_latency(Duration::ZERO);
+    w.assert_answered(&out, 4);
+    assert_eq!(w.last_engine(), "cold", "{:?}", w.runs());
+    finish(&w);
+}
+
+#[test]
+fn a_caller_killed_mid_turn_leaves_no_live_cli_working_for_it() {
+    let mut w = warmed();
+    w.server.set_latency(Duration::from_secs(3));
+    let live = w.live_pids();
+    let mut child = w.turn_in_background("message 3");
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().unwrap();
+    let _ = child.wait();
+    eventually(
+        Duration::from_secs(10),
+        "the abandoned live CLI to end",
+        || live.iter().all(|p| gone(*p)).then_some(()),
+    );
+    w.server.set_latency(Duration::ZERO);
+    // The caller retries: answered, with the history once.
+    let out = w.turn(Format::Text, "message 3");
+    assert!(out.status.success(), "{}", describe(&out));
+    finish(&w);
+}
+
+#[test]
+fn idle_past_the_ttl_the_live_cli_and_the_keeper_end() {
+    let mut w = World::new(true);
+    w.sb.set_env("CLAUDE_SHIM_WARM_TTL", "2s");
+    for k in 1..=2 {
+        let out = w.turn(Format::Text, &format!("message {k}"));
+        w.assert_answered(&out, k);
+    }
+    let live = w.live_pids();
+    assert_eq!(live.len(), 1);
+    eventually(Duration::from_secs(15), "the TTL to end it", || {
+        (live.iter().all(|p| gone(*p)) && w.processes().is_empty()).then_some(())
+    });
+    assert!(
+        w.keeper_status().is_null(),
+        "the keeper exits when it holds nothing"
+    );
+    let out = w.turn(Format::Text, "message 3");
+    w.assert_answered(&out, 3);
+    assert_eq!(w.last_engine(), "live");
+    finish(&w);
+}
+
+#[test]
+fn a_full_pool_ends_the_least_recently_used_live_cli() {
+    let mut a = World::new(true);
+    a.sb.set_env("CLAUDE_SHIM_WARM_MAX", "1");
+    let out = a.turn(Format::Text, "first conversation");
+    a.assert_answered(&out, 1);
+    // A second conversation in the same world: its own live CLI, the first's ends.
+    let saved = std::mem::take(&mut a.history);
+    let out = a.turn(Format::Text, "second conversation");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(a.live_pids().len() <= 1, "{}", a.keeper_status());
+    a.history = saved;
+    let out = a.turn(Format::Text, "first again");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        a.last_engine(),
+        "live",
+        "its live CLI was ended for the other"
+    );
+    assert!(a.live_pids().len() <= 1);
+    finish(&a);
+}
+
+#[test]
+fn two_turns_of_one_conversation_at_once_one_warm_one_cold_never_two_writers() {
+    let w = warmed();
+    w.server.set_latency(Duration::from_millis(1500));
+    let first = w.turn_in_background("message 3");
+    std::thread::sleep(Duration::from_millis(300));
+    let second = w.turn_in_background("message 3");
+    let (a, b) = (
+        first.wait_with_output().map(Ran::from).unwrap(),
+        second.wait_with_output().map(Ran::from).unwrap(),
+    );
+    w.server.set_latency(Duration::ZERO);
+    for out in [&a, &b] {
+        assert!(out.status.success(), "{}", describe(out));
+        assert!(
+            text_reply(&out.stdout).starts_with("reply "),
+            "{}",
+            describe(out)
+        );
+    }
+    let runs = w.runs();
+    let last: Vec<&(String, String)> = runs.iter().rev().take(2).collect();
+    assert!(
+        last.iter().any(|(_, e)| e == "warm") && last.iter().any(|(k, _)| k == "forked"),
+        "one ran in the live CLI, the other branched: {runs:?}"
+    );
+    finish(&w);
+}
+
+#[test]
+fn a_changed_environment_starts_a_new_live_cli() {
+    let mut w = warmed();
+    let old = w.live_pids();
+    w.sb.set_env("SOME_SETTING_FOR_TOOLS", "changed");
+    let out = w.turn(Format::Text, "message 3");
+    w.assert_answered(&out, 3);
+    assert_eq!(
+        w.last_engine(),
+        "live",
+        "not the old process: {:?}",
+        w.runs()
+    );
+    eventually(Duration::from_secs(10), "the old live CLI to end", || {
+        old.iter().all(|p| gone(*p)).then_some(())
+    });
+    // A changed instruction file likewise.
+    std::fs::write(w.sb.work.join("CLAUDE.md"), "Answer briefly.").unwrap();
+    let out = w.turn(Format::Text, "message 4");
+    w.assert_answered(&out, 4);
+    assert_eq!(w.last_engine(), "live");
+    finish(&w);
+}

@@ -358,6 +358,8 @@ fn block_bytes(tag: &[u8], block: &Value) -> (Vec<u8>, bool) {
 }
 
 type ReplyFn = dyn Fn(&LoggedRequest) -> String + Send + Sync;
+/// An error answer for a request: HTTP status and the error body's message.
+type ErrorFn = dyn Fn(&LoggedRequest) -> Option<(u16, String)> + Send + Sync;
 
 struct State {
     log: Vec<LoggedRequest>,
@@ -365,6 +367,7 @@ struct State {
     counter: usize,
     cache: CacheModel,
     reply: Option<Arc<ReplyFn>>,
+    error: Option<Arc<ErrorFn>>,
     reply_size: Option<usize>,
     latency: Duration,
 }
@@ -400,6 +403,7 @@ impl ApiServer {
                 counter: 0,
                 cache: CacheModel::new(),
                 reply: None,
+                error: None,
                 reply_size: None,
                 latency: Duration::ZERO,
             }),
@@ -502,6 +506,15 @@ impl ApiServer {
         F: Fn(&LoggedRequest) -> String + Send + Sync + 'static,
     {
         self.shared.lock().reply = Some(Arc::new(f));
+    }
+
+    /// Answer the requests `f` picks with an HTTP error (status, message), as
+    /// the API does: `{"type":"error","error":{"type":…,"message":…}}`.
+    pub fn set_error<F>(&self, f: F)
+    where
+        F: Fn(&LoggedRequest) -> Option<(u16, String)> + Send + Sync + 'static,
+    {
+        self.shared.lock().error = Some(Arc::new(f));
     }
 
     /// Back to the default reply, `reply {n}: {first 40 chars of the last user text}`.
@@ -748,7 +761,7 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
     };
 
     // Account, number and log under the lock, so concurrent requests get distinct numbers.
-    let (mut logged, reply_fn, reply_size, latency) = {
+    let (mut logged, reply_fn, error_fn, reply_size, latency) = {
         let mut st = shared.lock();
         let usage = if is_count {
             // Counting tokens writes nothing to the cache.
@@ -781,7 +794,13 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
             reply: String::new(),
             output_tokens: 0,
         };
-        (logged, st.reply.clone(), st.reply_size, st.latency)
+        (
+            logged,
+            st.reply.clone(),
+            st.error.clone(),
+            st.reply_size,
+            st.latency,
+        )
     };
 
     if is_count {
@@ -790,6 +809,22 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
         return write_response(w, "200 OK", "application/json", out.to_string().as_bytes());
     }
 
+    if let Some((status, message)) = error_fn.as_ref().and_then(|f| f(&logged)) {
+        shared.lock().log.push(logged.clone());
+        let kind = if status == 400 {
+            "invalid_request_error"
+        } else {
+            "api_error"
+        };
+        let body = json!({"type": "error", "error": {"type": kind, "message": message}});
+        let status_line = format!("{status} Error");
+        return write_response(
+            w,
+            &status_line,
+            "application/json",
+            body.to_string().as_bytes(),
+        );
+    }
     let mut text = match &reply_fn {
         Some(f) => f(&logged),
         None => default_reply(&logged),

@@ -1,6 +1,8 @@
 //! Claude Code's session files: `<config>/projects/<slug>/<id>.jsonl`.
 //! Found by id under any project dir rather than by rebuilding the slug.
 
+pub mod scan;
+
 use crate::events::Usage;
 use serde::Deserialize;
 use serde_json::Value;

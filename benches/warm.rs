@@ -1,0 +1,229 @@
+//! Per-turn latency of one conversation against the real CLI and the loopback API
+//! server (which answers at once, so this is everything but the model), five ways, in
+//! one run: a live CLI fed one user line per turn (the floor); a client resuming
+//! natively (a cold `claude -p --resume S` per turn); a `Human:`/`Assistant:` client
+//! replaying its transcript without the shim; the same through the shim, cold
+//! (`CLAUDE_SHIM_WARM=0`); and through the shim, warm. Prints the median wall time of
+//! turns 2..N, and the memory a live CLI and the keeper hold. Figures, never assertions.
+//!
+//! `cargo bench --bench warm` (`BENCH_TURNS`, default 10; `BENCH_ROUNDS`, default 3).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::clients::{labels, text_reply};
+use support::{describe, run, ApiServer, Sandbox};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// One live CLI, one user line per turn: write → result.
+fn floor(turns: usize) -> Vec<f64> {
+    let server = ApiServer::start();
+    let sb = Sandbox::real(&server);
+    let mut cmd = sb.direct([
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn live CLI");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut times = Vec::new();
+    for k in 1..=turns {
+        let line = serde_json::json!({"type": "user", "message": {"role": "user", "content": format!("message {k}")}});
+        let start = Instant::now();
+        writeln!(stdin, "{line}").unwrap();
+        let mut buf = String::new();
+        loop {
+            buf.clear();
+            if out.read_line(&mut buf).unwrap() == 0 {
+                panic!("the live CLI ended");
+            }
+            if buf.contains("\"type\":\"result\"") {
+                break;
+            }
+        }
+        times.push(ms(start.elapsed()));
+    }
+    drop(stdin);
+    let _ = child.wait();
+    times
+}
+
+/// A client resuming natively: a cold `claude -p --resume S "msg"` per turn.
+fn native(turns: usize) -> Vec<f64> {
+    let server = ApiServer::start();
+    let sb = Sandbox::real(&server);
+    let mut session = String::new();
+    let mut times = Vec::new();
+    for k in 1..=turns {
+        let msg = format!("message {k}");
+        let mut args = vec!["-p", "--output-format", "json"];
+        if k > 1 {
+            args.extend(["--resume", session.as_str()]);
+        }
+        args.push(&msg);
+        let start = Instant::now();
+        let out = run(sb.direct(&args), b"");
+        times.push(ms(start.elapsed()));
+        assert!(out.status.success(), "{}", describe(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json result");
+        session = v["session_id"].as_str().expect("session id").to_owned();
+    }
+    times
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Replay {
+    Direct,
+    ShimCold,
+    ShimWarm,
+}
+
+/// A `Human:`/`Assistant:` client replaying its transcript on stdin, text output.
+fn replay(way: Replay, turns: usize) -> (Vec<f64>, Option<(u64, u64)>) {
+    let server = ApiServer::start();
+    let mut sb = Sandbox::real(&server);
+    if way == Replay::ShimCold {
+        sb.set_env("CLAUDE_SHIM_WARM", "0");
+    }
+    let mut history: Vec<(String, String)> = Vec::new();
+    let mut times = Vec::new();
+    for k in 1..=turns {
+        let msg = format!("message {k}");
+        let prompt = labels(&history, &msg, "Human", "\n\n");
+        let cmd = match way {
+            Replay::Direct => sb.direct(["-p"]),
+            _ => sb.shimmed(["-p"]),
+        };
+        let start = Instant::now();
+        let out = run(cmd, prompt.as_bytes());
+        times.push(ms(start.elapsed()));
+        assert!(out.status.success(), "{}", describe(&out));
+        history.push((msg, text_reply(&out.stdout)));
+    }
+    let memory = (way == Replay::ShimWarm)
+        .then(|| warm_memory(&sb))
+        .flatten();
+    if way == Replay::ShimWarm {
+        let mut stop = Command::new(support::shim_exe());
+        stop.args(["warm", "stop"])
+            .env_clear()
+            .env("HOME", &sb.home)
+            .env("CLAUDE_SHIM_HOME", &sb.shim_home);
+        let _ = run(stop, b"");
+    }
+    (times, memory)
+}
+
+/// RSS of the live CLI and of the keeper (bytes).
+fn warm_memory(sb: &Sandbox) -> Option<(u64, u64)> {
+    let mut cmd = Command::new(support::shim_exe());
+    cmd.args(["warm", "status", "--json"])
+        .env_clear()
+        .env("HOME", &sb.home)
+        .env("CLAUDE_SHIM_HOME", &sb.shim_home);
+    let out = run(cmd, b"");
+    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let keeper = v["keeper"]["pid"].as_u64()?;
+    let live = v["keeper"]["live"][0]["rss_bytes"].as_u64()?;
+    let status = std::fs::read_to_string(format!("/proc/{keeper}/status")).ok()?;
+    let kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((live, kb * 1024))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn main() {
+    let turns = env_usize("BENCH_TURNS", 10);
+    let rounds = env_usize("BENCH_ROUNDS", 3);
+    let mut rows: Vec<(&str, Vec<f64>, Vec<f64>)> = vec![
+        (
+            "one live `claude -p --input-format stream-json …`, a line per turn (the floor)",
+            vec![],
+            vec![],
+        ),
+        (
+            "a client resuming natively, a cold `claude -p --resume S` per turn",
+            vec![],
+            vec![],
+        ),
+        (
+            "a `Human:`/`Assistant:` client replaying its transcript, no shim",
+            vec![],
+            vec![],
+        ),
+        (
+            "the same client through the shim, cold (CLAUDE_SHIM_WARM=0)",
+            vec![],
+            vec![],
+        ),
+        ("the same client through the shim, warm", vec![], vec![]),
+    ];
+    let mut memory = None;
+    for _ in 0..rounds {
+        let runs = [
+            floor(turns),
+            native(turns),
+            replay(Replay::Direct, turns).0,
+            replay(Replay::ShimCold, turns).0,
+            {
+                let (t, m) = replay(Replay::ShimWarm, turns);
+                memory = m.or(memory);
+                t
+            },
+        ];
+        for (row, t) in rows.iter_mut().zip(runs) {
+            row.1.push(t[0]);
+            row.2.extend_from_slice(&t[1..]);
+        }
+    }
+    println!("per-turn wall time, median; {turns} turns x {rounds} rounds, the ways interleaved");
+    println!("{:<84} {:>10} {:>14}", "way", "turn 1", "turns 2..N");
+    for (name, first, rest) in rows {
+        println!(
+            "{name:<84} {:>8.0}ms {:>12.0}ms",
+            median(first),
+            median(rest)
+        );
+    }
+    if let Some((live, keeper)) = memory {
+        println!(
+            "memory: a live CLI {:.0} MiB resident after {turns} turns; the keeper {:.1} MiB",
+            live as f64 / (1 << 20) as f64,
+            keeper as f64 / (1 << 20) as f64
+        );
+    }
+}
