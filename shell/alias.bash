@@ -5,6 +5,8 @@
 # on PATH. The function returns the shim's status, so `$?` is claude's.
 
 \builtin unalias claude 2>/dev/null
+# Tells `claude-shim doctor`/`status` how this shell reaches the shim.
+export CLAUDE_SHIM_MODE=alias
 function claude {
     \command claude-shim run -- "$@"
 }

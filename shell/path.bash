@@ -14,4 +14,6 @@ done
 __claude_shim_path=${__claude_shim_path#:}
 __claude_shim_path=${__claude_shim_path%:}
 export PATH="${__claude_shim_dir}${__claude_shim_path:+:${__claude_shim_path}}"
+# Tells `claude-shim doctor`/`status` how this shell reaches the shim.
+export CLAUDE_SHIM_MODE=path
 unset __claude_shim_dir __claude_shim_path

@@ -8,3 +8,5 @@ while contains -- $__claude_shim_dir $PATH
     set -e PATH[(contains -i -- $__claude_shim_dir $PATH)]
 end
 set -gx PATH $__claude_shim_dir $PATH
+# Tells `claude-shim doctor`/`status` how this shell reaches the shim.
+set -gx CLAUDE_SHIM_MODE path

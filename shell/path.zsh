@@ -12,4 +12,6 @@
     done
     path=("$dir" "${kept[@]}")
     export PATH
+    # Tells `claude-shim doctor`/`status` how this shell reaches the shim.
+    export CLAUDE_SHIM_MODE=path
 } __CLAUDE_SHIM_DIR__

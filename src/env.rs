@@ -24,16 +24,26 @@ pub const PERSISTENCE: &str = "CLAUDE_SHIM_PERSISTENCE";
 /// How long an ephemeral session (of a `--no-session-persistence` caller)
 /// may sit idle before the shim deletes it.
 pub const EPHEMERAL_TTL: &str = "CLAUDE_SHIM_EPHEMERAL_TTL";
+/// `path` | `alias`: set by the `init` scripts, so `doctor` and `status`
+/// can tell how the shell that started them reaches the shim.
+pub const MODE: &str = "CLAUDE_SHIM_MODE";
 /// `portable`: use the portable fallbacks of the Linux-only calls (tests).
 pub const PLATFORM: &str = "CLAUDE_SHIM_PLATFORM";
 /// Compactions after which a session's turn runs fresh (`0`: no ceiling).
 pub const MAX_COMPACTIONS: &str = "CLAUDE_SHIM_MAX_COMPACTIONS";
+/// `continue`: a retry of a turn killed before its result continues it.
+pub const ON_RETRY: &str = "CLAUDE_SHIM_ON_RETRY";
+/// How long after a killed attempt its retry may continue it.
+pub const RETRY_WINDOW: &str = "CLAUDE_SHIM_RETRY_WINDOW";
 /// `0`: no warm turns (every turn starts a cold CLI).
 pub const WARM: &str = "CLAUDE_SHIM_WARM";
 /// Most live processes the keeper holds.
 pub const WARM_MAX: &str = "CLAUDE_SHIM_WARM_MAX";
 /// How long a live process may sit idle.
 pub const WARM_TTL: &str = "CLAUDE_SHIM_WARM_TTL";
+/// Where the store lives: `sqlite` (default: `<data dir>/shim.db`) or a
+/// `postgres://…` URL shared by a fleet of replicas.
+pub const STORE: &str = "CLAUDE_SHIM_STORE";
 /// `1`: panic inside the turn's decision (tests prove a panic never reaches
 /// the caller: the turn runs as asked).
 pub const TEST_PANIC: &str = "CLAUDE_SHIM_TEST_PANIC";
@@ -43,6 +53,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         HOME,
         "data directory (default $XDG_DATA_HOME/claude-shim or ~/.local/share/claude-shim)",
+    ),
+    (
+        STORE,
+        "sqlite (default) | postgres://user@host/db: a store shared by replicas (also `store = \"…\"` in <data dir>/config.toml)",
     ),
     (
         REAL,
@@ -77,12 +91,24 @@ pub const ALL: &[(&str, &str)] = &[
         "idle time after which an ephemeral session's file is deleted (default 1h)",
     ),
     (
+        MODE,
+        "path | alias: set by the init scripts; how this shell reaches the shim (doctor, status)",
+    ),
+    (
         PLATFORM,
         "portable = use the portable fallbacks of Linux-only calls (for tests)",
     ),
     (
         MAX_COMPACTIONS,
         "compactions after which a conversation's turn runs fresh with the full transcript (default 3; 0 = no ceiling)",
+    ),
+    (
+        ON_RETRY,
+        "continue = a retry of a turn killed before its result continues that run's session (default: starts over)",
+    ),
+    (
+        RETRY_WINDOW,
+        "how long after a killed attempt a retry may continue it (default 1h)",
     ),
     (
         WARM,
@@ -129,6 +155,11 @@ pub fn log_file() -> Option<PathBuf> {
     var_os(LOG).map(PathBuf::from)
 }
 
+/// The store's location as set in the environment (see `store::backend`).
+pub fn store() -> Option<String> {
+    std::env::var(STORE).ok().filter(|v| !v.trim().is_empty())
+}
+
 pub fn dialect() -> Option<String> {
     std::env::var(DIALECT).ok().filter(|v| !v.is_empty())
 }
@@ -165,6 +196,17 @@ pub fn max_compactions() -> Option<u32> {
     }
 }
 
+pub fn on_retry_continue() -> bool {
+    std::env::var(ON_RETRY).is_ok_and(|v| v.trim().eq_ignore_ascii_case("continue"))
+}
+
+pub fn retry_window() -> std::time::Duration {
+    std::env::var(RETRY_WINDOW)
+        .ok()
+        .and_then(|v| span(&v))
+        .unwrap_or(std::time::Duration::from_secs(3600))
+}
+
 /// Warm turns are on unless `CLAUDE_SHIM_WARM` says `0`/`false`/`off`/`no`.
 pub fn warm() -> bool {
     !matches!(
@@ -191,6 +233,11 @@ pub fn warm_ttl() -> std::time::Duration {
 
 pub fn test_panic() -> bool {
     flag(TEST_PANIC)
+}
+
+/// How the `init` script sourced in the calling shell set it up, as set.
+pub fn mode() -> Option<String> {
+    std::env::var(MODE).ok().filter(|v| !v.is_empty())
 }
 
 pub fn portable_platform() -> bool {

@@ -296,6 +296,7 @@ fn plan_view(plan: &Plan, why: Reason) -> PlanView {
         Plan::Fresh { session, .. } => ("fresh", Some(session.clone()), None, None),
         Plan::Caller { session } => ("caller-resume", Some(session.clone()), None, None),
         Plan::AsIs { .. } => ("unchanged", None, None, None),
+        Plan::Continue { session, .. } => ("continue", Some(session.clone()), None, None),
     };
     PlanView {
         kind,
@@ -345,6 +346,7 @@ fn lookup_plan(
         caps: caps.clone(),
         new_id: "<new session id>".into(),
         max_compactions: env::max_compactions(),
+        interrupted: None,
     });
     Ok((place, found, caps, plan))
 }

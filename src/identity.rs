@@ -134,6 +134,19 @@ fn hex(d: Sha256) -> String {
     hex::encode(d.finalize())
 }
 
+/// The Claude config dir as a part of a turn's scope. On one machine it
+/// is one (another config dir holds other sessions, so it is another
+/// scope). In a fleet (`shared` store) every host has its own config dir
+/// and sessions travel between them: it is left out, and a scope is the
+/// cwd path, the CLI version and the session-shaping flags.
+pub fn config_dir_in_scope(config_dir: &str, shared: bool) -> &str {
+    if shared {
+        ""
+    } else {
+        config_dir
+    }
+}
+
 /// Length-prefixed field, so concatenations cannot collide.
 fn field(h: &mut Sha256, bytes: &[u8]) {
     h.update((bytes.len() as u64).to_le_bytes());
@@ -382,6 +395,42 @@ mod tests {
         assert_ne!(
             sc(&["-p", "--system-prompt-file", "sp.txt"], "/w"),
             sc(&["-p", "--system-prompt-file", "other.txt"], "/w")
+        );
+    }
+
+    #[test]
+    fn in_a_fleet_the_config_dir_is_not_part_of_the_scope() {
+        let a = args(&["-p", "--model", "opus"]);
+        let scope = |config: &str, shared: bool, cwd: &str, version: &str| {
+            ScopeParts::of(
+                &ScopeInput {
+                    cwd,
+                    config_dir: config_dir_in_scope(config, shared),
+                    binary: version,
+                    args: &a,
+                },
+                |_| None,
+            )
+            .scope()
+        };
+        // One machine: another config dir is another scope.
+        assert_ne!(
+            scope("/a/.claude", false, "/w", "2.1.330"),
+            scope("/b/.claude", false, "/w", "2.1.330")
+        );
+        // A fleet: hosts with their own config dirs share the scope…
+        assert_eq!(
+            scope("/a/.claude", true, "/w", "2.1.330"),
+            scope("/b/.claude", true, "/w", "2.1.330")
+        );
+        // …but not across another cwd path or CLI version.
+        assert_ne!(
+            scope("/a/.claude", true, "/w", "2.1.330"),
+            scope("/b/.claude", true, "/v", "2.1.330")
+        );
+        assert_ne!(
+            scope("/a/.claude", true, "/w", "2.1.330"),
+            scope("/b/.claude", true, "/w", "2.1.331")
         );
     }
 

@@ -27,5 +27,6 @@ pub mod warm; //        live CLIs kept for a conversation's next turn (the keepe
 pub mod cli;
 pub mod env; //         every environment variable, typed
 pub mod explain; //     `claude-shim explain`: a dry run of one turn
+pub mod fleet; //       replicas sharing a PostgreSQL store: transcripts travel
 pub mod log; //         debug log and errors.log
 pub mod platform; //    Linux-only calls with portable fallbacks //         the management face

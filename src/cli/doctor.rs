@@ -14,6 +14,7 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+pub mod activation;
 mod checks;
 pub use checks::{judge, Check, Level};
 
@@ -39,6 +40,21 @@ pub struct Facts {
     /// The first `claude` on PATH, and whether it resolves to this binary.
     pub path_claude: Option<PathBuf>,
     pub path_claude_is_shim: bool,
+    /// `CLAUDE_SHIM_MODE` as found: what the init script sourced in the
+    /// calling shell set up (`path` | `alias`).
+    pub mode: Option<String>,
+    /// The first `claude-shim` on PATH (alias mode calls it).
+    pub claude_shim_on_path: Option<PathBuf>,
+    /// The shim directory is on PATH (first or not).
+    pub shim_dir_on_path: bool,
+    /// The user's shell, from `$SHELL`: bash | zsh | fish.
+    pub shell: String,
+    /// The rc file that already runs `claude-shim init`, and that line.
+    pub rc_file: Option<PathBuf>,
+    pub rc_line: Option<String>,
+    /// Where the init line goes for this shell, and the line (PATH mode).
+    pub rc_suggested_file: String,
+    pub rc_suggested_line: String,
     pub real: Option<PathBuf>,
     pub real_error: Option<String>,
     /// The real claude resolves to this binary (a loop).
@@ -133,6 +149,20 @@ pub fn gather(dir: Option<&Path>) -> Facts {
         .as_deref()
         .and_then(|p| p.canonicalize().ok())
         .is_some_and(|p| p == me);
+
+    f.mode = crate::env::mode();
+    f.claude_shim_on_path = which::which("claude-shim").ok();
+    f.shim_dir_on_path = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d == f.shim_dir));
+    let shell = super::rc::RcShell::from_env();
+    f.shell = shell.name().into();
+    if let Some((file, line)) = shell.find_init() {
+        f.rc_file = Some(file);
+        f.rc_line = Some(line);
+    }
+    f.rc_suggested_file = shell.rc().into();
+    let custom = dir.map(|_| f.shim_dir.as_path());
+    f.rc_suggested_line = shell.line(&install::invocation_name(&me), custom);
 
     match crate::locate::real_claude(&link) {
         Ok(real) => {

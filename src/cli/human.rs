@@ -59,9 +59,96 @@ pub fn cell(text: &str, width: usize) -> String {
     format!("{short}{}", " ".repeat(pad))
 }
 
+/// `/home/u/x` → `~/x` for display (whole components only).
+pub fn tilde(path: &str, home: Option<&str>) -> String {
+    match home.and_then(|h| path.strip_prefix(h)) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
+        _ => path.to_owned(),
+    }
+}
+
+/// At most `max` characters, keeping the end (`…/proj/app`): the end of a
+/// path tells directories apart.
+pub fn tail(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().skip(n + 1 - max.max(1)).collect();
+    format!("…{kept}")
+}
+
+/// Words into lines of at most `width` characters (a longer word gets a
+/// line of its own).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+/// A local `YYYY-MM-DD HH:MM` as people read it against `today`
+/// (`YYYY-MM-DD`): `14:03` today, `Nov 20 14:03` this year, else
+/// `2024-11-20 14:03`.
+pub fn when(local: &str, today: &str) -> String {
+    let (Some(day), Some(time)) = (local.get(..10), local.get(11..)) else {
+        return local.to_owned();
+    };
+    if day == today {
+        return time.to_owned();
+    }
+    let month = day
+        .get(5..7)
+        .and_then(|m| m.parse::<usize>().ok())
+        .and_then(|m| MONTHS.get(m.wrapping_sub(1)));
+    match (month, day.get(8..10), day.get(..4) == today.get(..4)) {
+        (Some(month), Some(d), true) => format!("{month} {} {time}", d.trim_start_matches('0')),
+        _ => local.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_wrapping_and_times_for_people() {
+        assert_eq!(tilde("/home/u", Some("/home/u")), "~");
+        assert_eq!(tilde("/home/u/x", Some("/home/u")), "~/x");
+        assert_eq!(tilde("/home/ux", Some("/home/u")), "/home/ux");
+        assert_eq!(tilde("/w", None), "/w");
+        assert_eq!(tail("~/proj/app", 20), "~/proj/app");
+        assert_eq!(tail("~/a/long/way/to/proj/app", 10), "…/proj/app");
+        assert_eq!(tail("~/a/long/way/to/proj/app", 10).chars().count(), 10);
+        assert_eq!(
+            wrap("the shim has not seen these earlier turns before", 16),
+            ["the shim has not", "seen these", "earlier turns", "before"]
+        );
+        assert_eq!(wrap("a verylongword b", 4), ["a", "verylongword", "b"]);
+        assert!(wrap("  ", 10).is_empty());
+        let today = "2026-11-22";
+        assert_eq!(when("2026-11-22 14:03", today), "14:03");
+        assert_eq!(when("2026-11-02 09:15", today), "Nov 2 09:15");
+        assert_eq!(when("2026-01-20 23:59", today), "Jan 20 23:59");
+        assert_eq!(when("2025-12-31 23:59", today), "2025-12-31 23:59");
+        assert_eq!(when("garbage", today), "garbage");
+    }
 
     #[test]
     fn sizes_counts_and_money() {

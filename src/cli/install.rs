@@ -3,6 +3,7 @@
 //! is updated, anything else is never overwritten or removed. The real
 //! `claude` lives elsewhere and is never touched.
 
+use super::rc::RcShell;
 use super::{quote, Run};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -140,18 +141,62 @@ impl Run for Install {
         }
         let custom = self.dir.is_some().then_some(dir.as_path());
         let shell = RcShell::from_env();
-        if shell.rc_sources_init() {
-            writeln!(out, "{} already runs `claude-shim init`.", shell.rc())?;
-        } else {
+        let wanted = shell.line(&invocation_name(&me), custom);
+        match shell.find_init() {
+            // A line for another directory would put the wrong one on PATH.
+            Some((rc, line)) if !names_dir(&line, custom) => {
+                writeln!(
+                    out,
+                    "\n{} runs `claude-shim init` for another directory:\n  {line}\n\
+                     Change it to this, then open a new shell:\n  {wanted}",
+                    home_relative(&rc)
+                )?;
+            }
+            Some((rc, _)) => writeln!(
+                out,
+                "{} already runs `claude-shim init`: new shells use the shim.",
+                home_relative(&rc)
+            )?,
+            None => {
+                writeln!(
+                    out,
+                    "\nAdd this line to {}, then open a new shell:",
+                    shell.rc()
+                )?;
+                writeln!(out, "  {wanted}")?;
+            }
+        }
+        if on_path(&dir) && shell != RcShell::Fish {
+            // bash and zsh remember where they found a command: shells that
+            // ran `claude` before the link existed keep running the real one.
             writeln!(
                 out,
-                "\nAdd this line to {}, then open a new shell:",
-                shell.rc()
+                "{} is on PATH already: in shells that ran `claude` before, run `hash -r` \
+                 (bash) or `rehash` (zsh) once.",
+                dir.display()
             )?;
-            writeln!(out, "  {}", shell.line(&invocation_name(&me), custom))?;
         }
         Ok(())
     }
+}
+
+/// Whether an rc line sets up `dir` (None: the default directory).
+fn names_dir(line: &str, dir: Option<&Path>) -> bool {
+    match dir {
+        Some(d) => line.contains(&*d.to_string_lossy()),
+        None => !line.contains("--dir"),
+    }
+}
+
+/// Whether `dir` is an entry of PATH.
+fn on_path(dir: &Path) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d == dir))
+}
+
+/// `~/x` for a path under HOME, for messages.
+fn home_relative(p: &Path) -> String {
+    let home = std::env::var("HOME").ok();
+    super::human::tilde(&p.to_string_lossy(), home.as_deref())
 }
 
 impl Run for Uninstall {
@@ -173,19 +218,69 @@ impl Run for Uninstall {
                 }
             }
         }
-        let shell = RcShell::from_env();
-        writeln!(
-            out,
-            "Remove the claude-shim line from {} if you added one.",
-            shell.rc()
-        )?;
+        let left = left_behind(self.dir.as_deref().map(|_| dir.as_path()));
+        if !left.is_empty() {
+            writeln!(
+                out,
+                "\nLeft in place (remove them yourself if you want them gone):"
+            )?;
+            for (what, how) in left {
+                writeln!(out, "  {what}\n    {how}")?;
+            }
+        }
         Ok(())
     }
 }
 
+/// What `uninstall` leaves, each with how to remove it: the data directory
+/// (pins and the runs log in shim.db, errors.log), a directory the user
+/// named, the rc line.
+fn left_behind(custom_dir: Option<&Path>) -> Vec<(String, String)> {
+    let mut left = Vec::new();
+    if let Some(dir) = custom_dir.filter(|d| d.exists()) {
+        left.push((
+            format!("{} (the directory you named with --dir)", dir.display()),
+            format!("rmdir {}", quote::posix(&dir.to_string_lossy())),
+        ));
+    }
+    if let Some(data) = crate::env::data_dir().filter(|d| d.exists()) {
+        let held: Vec<&str> = [
+            (
+                crate::store::DB_FILE,
+                "shim.db: pins and the runs log behind stats and log",
+            ),
+            ("errors.log", "errors.log"),
+        ]
+        .iter()
+        .filter(|(f, _)| data.join(f).exists())
+        .map(|(_, what)| *what)
+        .collect();
+        let holds = if held.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", held.join("; "))
+        };
+        left.push((
+            format!("{}{holds}", data.display()),
+            format!("rm -r {}", quote::posix(&data.to_string_lossy())),
+        ));
+    }
+    if let Some((rc, line)) = RcShell::from_env().find_init() {
+        left.push((
+            format!("the line in {}: {line}", home_relative(&rc)),
+            "delete it from that file (it runs claude-shim at every shell start)".into(),
+        ));
+    }
+    left.push((
+        "the claude-shim binary".into(),
+        "cargo uninstall claude-shim".into(),
+    ));
+    left
+}
+
 /// How to name this binary in the rc line: plain `claude-shim` when that is
 /// what PATH finds, else its absolute path.
-fn invocation_name(me: &Path) -> String {
+pub fn invocation_name(me: &Path) -> String {
     let on_path = which::which("claude-shim")
         .ok()
         .and_then(|p| p.canonicalize().ok())
@@ -194,62 +289,6 @@ fn invocation_name(me: &Path) -> String {
         "claude-shim".into()
     } else {
         me.display().to_string()
-    }
-}
-
-/// The user's login shell, for the rc hint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RcShell {
-    Bash,
-    Zsh,
-    Fish,
-}
-
-impl RcShell {
-    pub fn from_env() -> RcShell {
-        let shell = std::env::var_os("SHELL").unwrap_or_default();
-        match Path::new(&shell).file_name().and_then(|n| n.to_str()) {
-            Some("zsh") => RcShell::Zsh,
-            Some("fish") => RcShell::Fish,
-            _ => RcShell::Bash,
-        }
-    }
-
-    pub fn rc(self) -> &'static str {
-        match self {
-            RcShell::Bash => "~/.bashrc",
-            RcShell::Zsh => "~/.zshrc",
-            RcShell::Fish => "~/.config/fish/config.fish",
-        }
-    }
-
-    /// Whether the rc file already has a line running `claude-shim … init`.
-    pub fn rc_sources_init(self) -> bool {
-        let Some(home) = std::env::var_os("HOME") else {
-            return false;
-        };
-        let rc = Path::new(&home).join(self.rc().trim_start_matches("~/"));
-        std::fs::read_to_string(rc).is_ok_and(|t| {
-            t.lines()
-                .any(|l| l.contains("claude-shim") && l.contains(" init "))
-        })
-    }
-
-    /// The rc line that sources `init` (PATH mode).
-    pub fn line(self, exe: &str, dir: Option<&Path>) -> String {
-        let (name, q): (&str, fn(&str) -> String) = match self {
-            RcShell::Bash => ("bash", quote::posix),
-            RcShell::Zsh => ("zsh", quote::posix),
-            RcShell::Fish => ("fish", quote::fish),
-        };
-        let mut cmd = format!("{} init {name}", q(exe));
-        if let Some(dir) = dir {
-            cmd.push_str(&format!(" --dir {}", q(&dir.to_string_lossy())));
-        }
-        match self {
-            RcShell::Fish => format!("{cmd} | source"),
-            _ => format!("eval \"$({cmd})\""),
-        }
     }
 }
 
@@ -285,22 +324,5 @@ mod tests {
             classify(&at("dangling"), &me),
             Existing::Foreign(_)
         ));
-    }
-
-    #[test]
-    fn rc_lines_quote_for_their_shell() {
-        let dir = Path::new("/a b/it's");
-        assert_eq!(
-            RcShell::Bash.line("claude-shim", None),
-            r#"eval "$(claude-shim init bash)""#
-        );
-        assert_eq!(
-            RcShell::Zsh.line("/x/claude-shim", Some(dir)),
-            r#"eval "$(/x/claude-shim init zsh --dir '/a b/it'\''s')""#
-        );
-        assert_eq!(
-            RcShell::Fish.line("claude-shim", Some(dir)),
-            r"'claude-shim' init fish --dir '/a b/it\'s' | source"
-        );
     }
 }

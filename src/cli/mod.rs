@@ -10,9 +10,15 @@ mod gc;
 mod human;
 pub mod init;
 pub mod install;
+mod log;
+mod output;
 mod pins;
 pub(crate) mod quote;
+pub mod rc;
+pub mod route_key;
+mod sessions;
 mod stats;
+mod status;
 mod style;
 mod tally;
 mod warm;
@@ -30,9 +36,14 @@ pub trait Run {
 }
 
 fn env_help() -> String {
+    let width = crate::env::ALL
+        .iter()
+        .map(|(n, _)| n.len())
+        .max()
+        .unwrap_or(0);
     let mut s = String::from("Environment:\n");
     for (name, what) in crate::env::ALL {
-        s.push_str(&format!("  {name:<22} {what}\n"));
+        s.push_str(&format!("  {name:<width$}  {what}\n"));
     }
     s
 }
@@ -63,11 +74,15 @@ enum Command {
     Uninstall(install::Uninstall),
     Init(init::Init),
     Doctor(doctor::Doctor),
+    Status(status::Status),
     Stats(stats::Stats),
+    Log(log::Log),
     Pins(pins::Pins),
+    Sessions(sessions::Sessions),
     Forget(forget::Forget),
     Gc(gc::Gc),
     Completions(completions::Completions),
+    RouteKey(route_key::RouteKey),
     Warm(warm::Warm),
     /// The keeper of live CLIs (started by the shim on demand).
     #[command(hide = true)]
@@ -104,42 +119,43 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Uninstall(c) => c,
         Command::Init(c) => c,
         Command::Doctor(c) => c,
+        Command::Status(c) => c,
         Command::Stats(c) => c,
+        Command::Log(c) => c,
         Command::Pins(c) => c,
+        Command::Sessions(c) => c,
         Command::Forget(c) => c,
         Command::Gc(c) => c,
         Command::Completions(c) => c,
+        Command::RouteKey(c) => c,
         Command::Warm(c) => c,
         Command::Keeper(c) => c,
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = output::Output::new(std::io::stdout().lock());
     let result = command
         .run(&mut out)
         .and_then(|()| out.flush().map_err(Into::into));
+    if out.closed() {
+        // `claude-shim log | head`: the reader has all it wanted.
+        std::process::exit(0)
+    }
     match result {
         Ok(()) => std::process::exit(0),
-        // `claude-shim stats | head`: the reader has all it wanted.
-        Err(e) if is_broken_pipe(&e) => std::process::exit(0),
         Err(e) => {
-            eprintln!("claude-shim: {e:#}");
+            // Not eprintln!: it panics when stderr is gone too.
+            let _ = writeln!(std::io::stderr(), "claude-shim: {e:#}");
             std::process::exit(1)
         }
     }
 }
 
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            || c.downcast_ref::<serde_json::Error>()
-                .and_then(|j| j.io_error_kind())
-                .is_some_and(|k| k == std::io::ErrorKind::BrokenPipe)
-    })
-}
-
 /// The store, if it exists: commands that only read never create it.
 fn existing_store() -> Result<Option<crate::store::Store>> {
     let dir = crate::env::data_dir().context("no data directory: set CLAUDE_SHIM_HOME or HOME")?;
+    if crate::store::backend::Location::configured(&dir)?.is_shared() {
+        let patience = crate::store::postgres::Patience::Each(std::time::Duration::from_secs(10));
+        return crate::store::Store::open_configured(&dir, patience).map(Some);
+    }
     if !dir.join(crate::store::DB_FILE).exists() {
         return Ok(None);
     }
@@ -154,4 +170,18 @@ fn canonical_dir(dir: &Path) -> String {
         .unwrap_or_else(|_| PathBuf::from(dir))
         .to_string_lossy()
         .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn readme_environment_table_lists_every_variable() {
+        let readme = include_str!("../../README.md");
+        for (name, _) in crate::env::ALL {
+            assert!(
+                readme.contains(&format!("| `{name}` |")),
+                "README's Environment table lacks {name}"
+            );
+        }
+    }
 }

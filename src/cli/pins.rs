@@ -51,14 +51,6 @@ fn rows(pins: Vec<PinRow>, now: i64, config_dir: Option<&Path>) -> Vec<Row> {
         .collect()
 }
 
-/// `/home/u/x` → `~/x` for display.
-fn tilde(path: &str, home: Option<&str>) -> String {
-    match home.and_then(|h| path.strip_prefix(h)) {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("~{rest}"),
-        _ => path.to_owned(),
-    }
-}
-
 pub fn render(
     out: &mut dyn Write,
     rows: &[Row],
@@ -68,7 +60,7 @@ pub fn render(
     if rows.is_empty() {
         return writeln!(out, "no pinned conversations");
     }
-    let cwds: Vec<String> = rows.iter().map(|r| tilde(&r.cwd, home)).collect();
+    let cwds: Vec<String> = rows.iter().map(|r| human::tilde(&r.cwd, home)).collect();
     let cwd_w = cwds
         .iter()
         .map(|c| c.chars().count())
@@ -150,13 +142,5 @@ mod tests {
             line.contains("Sure. Here is the plan (session file gone)"),
             "{line}"
         );
-    }
-
-    #[test]
-    fn tilde_only_whole_components() {
-        assert_eq!(tilde("/home/u", Some("/home/u")), "~");
-        assert_eq!(tilde("/home/u/x", Some("/home/u")), "~/x");
-        assert_eq!(tilde("/home/ux", Some("/home/u")), "/home/ux");
-        assert_eq!(tilde("/w", None), "/w");
     }
 }

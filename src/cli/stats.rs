@@ -2,7 +2,7 @@
 //! prompt bytes stripped, tokens and cost, an estimate of the replay cost
 //! (see `tally`), and one bar per day.
 
-use super::tally::{self, Tally};
+use super::tally::{self, Tally, Totals};
 use super::{chart, duration, human, style::Style, Run};
 use anyhow::Result;
 use clap::Args;
@@ -29,6 +29,13 @@ const BAR_WIDTH: usize = 24;
 const PASS_THROUGH_NOTE: &str =
     "pass-through runs exec the real claude without opening the database, so they are not counted";
 
+const COST_NOTE: &str = "cost_usd is each turn's own cost (what it added to its session; the \
+    CLI's total_cost_usd is cumulative), summed over the turns that recorded one; null when \
+    none did. Likewise the token sums. turns_cost_unknown and turns_tokens_unknown count the rest";
+const REPLAY_NOTE: &str = "replay_*, saved_* are estimates: the stripped bytes (≈4 bytes/token) \
+    would have been cache writes (1.25×) instead of cache reads (0.1×); over the turns of known \
+    cost, never below their actual cost";
+
 #[derive(Serialize)]
 struct Json<'a> {
     since: i64,
@@ -37,6 +44,7 @@ struct Json<'a> {
     /// Always null: pass-through runs are not recorded.
     pass_through: Option<i64>,
     pass_through_note: &'static str,
+    cost_note: &'static str,
     replay_estimate_note: &'static str,
     #[serde(flatten)]
     tally: &'a Tally,
@@ -59,8 +67,8 @@ impl Run for Stats {
                 cwd: cwd.as_deref(),
                 pass_through: None,
                 pass_through_note: PASS_THROUGH_NOTE,
-                replay_estimate_note: "replay_* assume the stripped bytes (≈4 bytes/token) \
-                    would have been cache writes (1.25×) instead of cache reads (0.1×)",
+                cost_note: COST_NOTE,
+                replay_estimate_note: REPLAY_NOTE,
                 tally: &t,
             };
             serde_json::to_writer_pretty(&mut *out, &json)?;
@@ -113,59 +121,124 @@ pub fn render(out: &mut dyn Write, t: &Tally, title: &str, s: Style) -> std::io:
         human::bytes(k.bytes_sent),
         human::bytes(k.bytes_stripped)
     )?;
-    writeln!(
-        out,
-        "tokens          input {}, cache write {}, cache read {}, output {}",
-        n(k.input_tokens),
-        n(k.cache_write_tokens),
-        n(k.cache_read_tokens),
-        n(k.output_tokens)
-    )?;
-    if k.turns_without_usage > 0 {
+    writeln!(out, "tokens          {}", tokens_line(k))?;
+    writeln!(out, "cost            {}", cost_line(k))?;
+    if let Some(line) = replay_line(k) {
+        writeln!(out, "replayed        {line}")?;
+    }
+    if let Some(saved) = k.saved_tokens {
         writeln!(
             out,
-            "                ({} turn(s) printed no usage: text output or failures)",
-            n(k.turns_without_usage)
+            "saved tokens    ~{} billed-equivalent input tokens over {} of known usage (estimate)",
+            human::count(saved),
+            turns(k.turns - k.turns_tokens_unknown)
         )?;
     }
-    writeln!(
-        out,
-        "cost            {} actual; replayed ~{} (estimate), saved ~{}",
-        human::usd(k.cost_usd),
-        human::usd(k.replay_cost_usd),
-        human::usd(k.saved_usd())
-    )?;
     writeln!(out)?;
     let max = t.days.iter().map(|d| d.totals.turns).max().unwrap_or(0) as f64;
     writeln!(
         out,
         "{}",
-        s.bold("day          turns  resumed   stripped      cost  turns/day")
+        s.bold("day          turns  resumed   stripped       cost  turns/day")
     )?;
     for d in &t.days {
         let x = &d.totals;
         writeln!(
             out,
-            "{:<10} {:>7} {:>8} {:>10} {:>9}  {}",
+            "{:<10} {:>7} {:>8} {:>10} {:>10}  {}",
             d.day,
             n(x.turns),
             n(x.resumed + x.forked),
             human::bytes(x.bytes_stripped),
-            human::usd(x.cost_usd),
+            day_cost(x),
             s.green(&chart::bar(x.turns as f64, max, BAR_WIDTH))
         )?;
     }
     writeln!(out)?;
-    writeln!(
-        out,
-        "{}",
-        s.dim(
-            "resumed = resumed + forked. \"replayed\" estimates the same turns re-sending their \
-             history: stripped bytes/4 as tokens moved from cache reads (0.1x) to cache writes \
-             (1.25x), priced from each turn's own cost."
-        )
-    )?;
+    writeln!(out, "{}", s.dim(FOOTNOTE))?;
     Ok(())
+}
+
+const FOOTNOTE: &str =
+    "resumed = resumed + forked. Costs are each turn's own (what it added to its \
+     session; the CLI's totals are cumulative); unknown where the turn recorded none, never \
+     counted as $0 (≥: some turns of that day unknown). \"replayed\" estimates the same turns \
+     re-sending their history: stripped bytes/4 as tokens moved from cache reads (0.1x) to \
+     cache writes (1.25x), priced from each turn's own cost; saved tokens are those moved tokens \
+     times 1.15, in input-token prices.";
+
+/// "1 turn" / "3 turns".
+fn turns(n: i64) -> String {
+    if n == 1 {
+        "1 turn".into()
+    } else {
+        format!("{} turns", human::count(n))
+    }
+}
+
+fn tokens_line(k: &Totals) -> String {
+    let known = k.turns - k.turns_tokens_unknown;
+    let (Some(i), Some(w), Some(r), Some(o)) = (
+        k.input_tokens,
+        k.cache_write_tokens,
+        k.cache_read_tokens,
+        k.output_tokens,
+    ) else {
+        return "unknown (no turn recorded its usage)".into();
+    };
+    let n = human::count;
+    let mut line = format!(
+        "input {}, cache write {}, cache read {}, output {}",
+        n(i),
+        n(w),
+        n(r),
+        n(o)
+    );
+    if k.turns_tokens_unknown > 0 {
+        line.push_str(&format!(
+            " ({} known; {} unknown)",
+            turns(known),
+            turns(k.turns_tokens_unknown)
+        ));
+    }
+    line
+}
+
+fn cost_line(k: &Totals) -> String {
+    let Some(cost) = k.cost_usd else {
+        return "unknown (no turn recorded its cost)".into();
+    };
+    let known = k.turns_cost_known();
+    if k.turns_cost_unknown > 0 {
+        format!(
+            "{} actual ({} known; {} unknown)",
+            human::usd(cost),
+            turns(known),
+            turns(k.turns_cost_unknown)
+        )
+    } else {
+        format!("{} actual ({})", human::usd(cost), turns(known))
+    }
+}
+
+/// The estimate, for the turns whose actual cost is known.
+fn replay_line(k: &Totals) -> Option<String> {
+    let (replay, saved) = (k.replay_cost_usd?, k.saved_usd?);
+    Some(format!(
+        "~{} for the same {} (estimate), saved ~{}",
+        human::usd(replay),
+        turns(k.turns_cost_known()),
+        human::usd(saved)
+    ))
+}
+
+/// One day's cost: the sum, `≥` it when some turns are unknown, or unknown.
+fn day_cost(x: &Totals) -> String {
+    match x.cost_usd {
+        None => "unknown".into(),
+        Some(c) if x.turns_cost_unknown > 0 => format!("≥{}", human::usd(c)),
+        Some(c) => human::usd(c),
+    }
 }
 
 #[cfg(test)]
@@ -211,6 +284,59 @@ mod tests {
         assert!(day2.ends_with(&"█".repeat(BAR_WIDTH)), "{day2}");
         assert!(day1.ends_with(&"█".repeat(BAR_WIDTH / 4)), "{day1}");
         assert!(text.contains("(estimate)"));
+    }
+
+    #[test]
+    fn unknown_costs_and_tokens_are_shown_as_unknown_never_as_zero() {
+        let unknown = |day: &str| RunRow {
+            tokens: None,
+            cost_usd: None,
+            ..row(day, "resumed")
+        };
+        let rows = [
+            row("2026-01-01", "fresh"),
+            row("2026-01-01", "resumed"),
+            row("2026-01-01", "resumed"),
+            unknown("2026-01-01"),
+            unknown("2026-01-02"),
+        ];
+        let mut out = Vec::new();
+        render(&mut out, &tally::tally(&rows), "last 7d", Style::PLAIN).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("cost            $0.03 actual (3 turns known; 2 turns unknown)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(3 turns known; 2 turns unknown)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("replayed        ~$") && text.contains("for the same 3 turns (estimate)"),
+            "{text}"
+        );
+        let day1 = text.lines().find(|l| l.starts_with("2026-01-01")).unwrap();
+        let day2 = text.lines().find(|l| l.starts_with("2026-01-02")).unwrap();
+        assert!(day1.contains("≥$0.03"), "{day1}");
+        assert!(day2.contains("unknown"), "{day2}");
+        assert!(!day2.contains("$0.00"), "{day2}");
+
+        let mut out = Vec::new();
+        render(
+            &mut out,
+            &tally::tally(&[unknown("2026-01-02")]),
+            "last 7d",
+            Style::PLAIN,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("cost            unknown"), "{text}");
+        assert!(text.contains("tokens          unknown"), "{text}");
+        assert!(
+            !text.contains("replayed    "),
+            "no estimate without a cost: {text}"
+        );
+        assert!(!text.contains("$0.00"), "{text}");
     }
 
     #[test]

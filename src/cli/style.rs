@@ -48,6 +48,24 @@ impl Style {
     }
 }
 
+/// Columns of the terminal stdout is, if it is one.
+pub fn terminal_width() -> Option<usize> {
+    use std::os::fd::AsRawFd;
+    let stdout = std::io::stdout();
+    if !stdout.is_terminal() {
+        return None;
+    }
+    let mut size = nix::libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ only fills the winsize it is given.
+    let r = unsafe { nix::libc::ioctl(stdout.as_raw_fd(), nix::libc::TIOCGWINSZ, &mut size) };
+    (r == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,12 @@
-//! Adding up the runs log for `stats`, and the estimate of what the same
-//! turns would have cost had every one replayed its whole transcript.
+//! Adding up the runs log for `stats` and `status`, and the estimate of what
+//! the same turns would have cost had every one replayed its whole
+//! transcript.
+//!
+//! Unknown stays unknown: a turn whose cost (or usage) the runs log does not
+//! hold is counted as such and left out of the sum, never added as 0. A sum
+//! over no known turn is `None`. Each cost is the turn's own (what it added
+//! to its session; the CLI's `total_cost_usd` is a running total over the
+//! whole session, across resumes and forks).
 //!
 //! The estimate, per turn: the bytes the shim stripped from the prompt
 //! (`bytes_in − bytes_sent`) are history the resumed session already held.
@@ -7,12 +14,16 @@
 //! most that much history from the prompt cache; replayed, the same tokens
 //! would have been new input, written to the cache instead. So
 //! `moved = min(H, cache_read)` tokens move from cache reads (0.1× the input
-//! price) to cache writes (1.25×, 5-minute cache). The price comes from the
-//! turn's own `total_cost_usd`, assuming output costs 5× input (true of the
-//! current Claude models): `price = cost / (input + 1.25·write + 0.1·read +
-//! 5·output)`, and `replay = cost + price · moved · 1.15`. It ignores the
-//! larger context a replay re-reads on later tool calls within the turn, so
-//! it tends to understate the saving. It is an estimate, labelled as one.
+//! price) to cache writes (1.25×, 5-minute cache). The price per input
+//! token comes from the turn's own cost, assuming output costs 5× input
+//! (true of the current Claude models):
+//! `price = cost / (input + 1.25·write + 0.1·read + 5·output)`, and
+//! `replay = cost + price · moved · (1.25 − 0.1)`, never below `cost`.
+//! Turns of unknown cost are left out of it, as of the actual cost; a turn
+//! of known cost but unknown usage replays at its own cost (nothing to
+//! move). It ignores the larger context a replay re-reads on later tool
+//! calls within the turn, so it tends to understate
+//! the saving. It is an estimate, labelled as one.
 
 use crate::store::report::RunRow;
 use serde::Serialize;
@@ -35,17 +46,27 @@ pub struct Totals {
     pub bytes_in: i64,
     pub bytes_sent: i64,
     pub bytes_stripped: i64,
-    pub input_tokens: i64,
-    pub cache_write_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub output_tokens: i64,
-    /// Turns whose output carried no usage (text output, failures).
-    pub turns_without_usage: i64,
-    pub cost_usd: f64,
-    /// Estimated; see the module comment.
-    pub replay_cache_write_tokens: i64,
-    pub replay_cache_read_tokens: i64,
-    pub replay_cost_usd: f64,
+    /// Sums over the turns whose usage is known; `None` if none is.
+    pub input_tokens: Option<i64>,
+    pub cache_write_tokens: Option<i64>,
+    pub cache_read_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    /// Turns whose usage the runs log does not hold.
+    pub turns_tokens_unknown: i64,
+    /// The turns' own costs, over the turns whose cost is known.
+    pub cost_usd: Option<f64>,
+    /// Turns whose cost the runs log does not hold.
+    pub turns_cost_unknown: i64,
+    /// Estimated (see the module comment), over the turns of known usage.
+    pub replay_cache_write_tokens: Option<i64>,
+    pub replay_cache_read_tokens: Option<i64>,
+    /// Estimated, over the turns of known cost (the same as `cost_usd`).
+    pub replay_cost_usd: Option<f64>,
+    /// `replay_cost_usd − cost_usd`.
+    pub saved_usd: Option<f64>,
+    /// Estimated billed-equivalent input tokens saved: the moved tokens
+    /// times (1.25 − 0.1), i.e. priced as plain input.
+    pub saved_tokens: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,6 +81,16 @@ pub struct Tally {
     pub total: Totals,
     /// Days that had turns, oldest first.
     pub days: Vec<Day>,
+}
+
+fn add<T: std::ops::Add<Output = T> + Default + Copy>(sum: &mut Option<T>, v: T) {
+    *sum = Some(sum.unwrap_or_default() + v);
+}
+
+/// A cost the tally can use: a turn's own cost is never negative, so a
+/// negative (or NaN) one is as unknown as a missing one.
+fn known_cost(cost: Option<f64>) -> Option<f64> {
+    cost.filter(|c| *c >= 0.0)
 }
 
 impl Totals {
@@ -77,33 +108,46 @@ impl Totals {
         self.bytes_in += r.bytes_in;
         self.bytes_sent += r.bytes_sent;
         self.bytes_stripped += stripped;
-        let Some(t) = r.tokens else {
-            self.turns_without_usage += 1;
-            self.cost_usd += r.cost_usd.unwrap_or(0.0);
-            self.replay_cost_usd += r.cost_usd.unwrap_or(0.0);
+
+        let mut moved = 0;
+        match r.tokens {
+            Some(t) => {
+                add(&mut self.input_tokens, t.input);
+                add(&mut self.cache_write_tokens, t.cache_write);
+                add(&mut self.cache_read_tokens, t.cache_read);
+                add(&mut self.output_tokens, t.output);
+                let history = (stripped + BYTES_PER_TOKEN - 1) / BYTES_PER_TOKEN;
+                moved = history.min(t.cache_read).max(0);
+                add(&mut self.replay_cache_write_tokens, t.cache_write + moved);
+                add(&mut self.replay_cache_read_tokens, t.cache_read - moved);
+                add(
+                    &mut self.saved_tokens,
+                    (moved as f64 * (WRITE - READ)).round() as i64,
+                );
+            }
+            None => self.turns_tokens_unknown += 1,
+        }
+
+        let Some(cost) = known_cost(r.cost_usd) else {
+            self.turns_cost_unknown += 1;
             return;
         };
-        self.input_tokens += t.input;
-        self.cache_write_tokens += t.cache_write;
-        self.cache_read_tokens += t.cache_read;
-        self.output_tokens += t.output;
-        let history = (stripped + BYTES_PER_TOKEN - 1) / BYTES_PER_TOKEN;
-        let moved = history.min(t.cache_read).max(0);
-        self.replay_cache_write_tokens += t.cache_write + moved;
-        self.replay_cache_read_tokens += t.cache_read - moved;
-        let cost = r.cost_usd.unwrap_or(0.0);
-        self.cost_usd += cost;
-        let weighted = t.input as f64
-            + WRITE * t.cache_write as f64
-            + READ * t.cache_read as f64
-            + OUTPUT * t.output as f64;
+        add(&mut self.cost_usd, cost);
+        let weighted = r.tokens.map_or(0.0, |t| {
+            t.input as f64
+                + WRITE * t.cache_write as f64
+                + READ * t.cache_read as f64
+                + OUTPUT * t.output as f64
+        });
         let price = if weighted > 0.0 { cost / weighted } else { 0.0 };
-        self.replay_cost_usd += cost + price * moved as f64 * (WRITE - READ);
+        let replay = cost + price * moved as f64 * (WRITE - READ);
+        add(&mut self.replay_cost_usd, replay);
+        add(&mut self.saved_usd, replay - cost);
     }
 
-    /// Estimated saving: replayed minus actual.
-    pub fn saved_usd(&self) -> f64 {
-        self.replay_cost_usd - self.cost_usd
+    /// Turns the estimate covers: those of known cost.
+    pub fn turns_cost_known(&self) -> i64 {
+        self.turns - self.turns_cost_unknown
     }
 }
 
@@ -158,6 +202,10 @@ mod tests {
         })
     }
 
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
     #[test]
     fn counts_kinds_bytes_and_days() {
         let rows = [
@@ -186,7 +234,7 @@ mod tests {
             (k.bytes_in, k.bytes_sent, k.bytes_stripped),
             (595, 175, 420)
         );
-        assert_eq!(k.turns_without_usage, 4);
+        assert_eq!((k.turns_tokens_unknown, k.turns_cost_unknown), (4, 4));
         assert_eq!(
             (
                 k.input_tokens,
@@ -194,11 +242,35 @@ mod tests {
                 k.cache_read_tokens,
                 k.output_tokens
             ),
-            (1, 2, 3, 4)
+            (Some(1), Some(2), Some(3), Some(4))
         );
+        assert!(close(k.cost_usd, 0.5), "{:?}", k.cost_usd);
         assert_eq!(t.days.len(), 2);
         assert_eq!((t.days[0].day.as_str(), t.days[0].totals.turns), ("d1", 2));
         assert_eq!(t.days[1].totals.turns, 4);
+    }
+
+    #[test]
+    fn unknown_is_never_summed_as_zero() {
+        let t = tally(&[
+            row("d", "resumed", (400, 40), None, None),
+            row("d", "resumed", (400, 40), None, Some(-0.2)),
+        ])
+        .total;
+        assert_eq!(t.cost_usd, None, "no known cost: unknown, not $0");
+        assert_eq!(t.replay_cost_usd, None);
+        assert_eq!(t.saved_usd, None);
+        assert_eq!(t.input_tokens, None);
+        assert_eq!(t.saved_tokens, None);
+        assert_eq!((t.turns_cost_unknown, t.turns_tokens_unknown), (2, 2));
+
+        // Tokens known from the session file, cost not: tokens count, the
+        // cost and its estimate stay unknown.
+        let t = tally(&[row("d", "resumed", (400, 0), tokens(1, 0, 500, 1), None)]).total;
+        assert_eq!(t.cache_read_tokens, Some(500));
+        assert_eq!(t.replay_cache_write_tokens, Some(100));
+        assert_eq!(t.cost_usd, None);
+        assert_eq!(t.replay_cost_usd, None);
     }
 
     #[test]
@@ -213,14 +285,38 @@ mod tests {
             Some(1.0),
         )])
         .total;
-        assert_eq!(t.replay_cache_write_tokens, 1000);
-        assert_eq!(t.replay_cache_read_tokens, 4000);
+        assert_eq!(t.replay_cache_write_tokens, Some(1000));
+        assert_eq!(t.replay_cache_read_tokens, Some(4000));
         assert!(
-            (t.replay_cost_usd - (1.0 + 0.001 * 1000.0 * 1.15)).abs() < 1e-9,
-            "{}",
+            close(t.replay_cost_usd, 1.0 + 0.001 * 1000.0 * 1.15),
+            "{:?}",
             t.replay_cost_usd
         );
-        assert!((t.saved_usd() - 1.15).abs() < 1e-9);
+        assert!(close(t.saved_usd, 1.15));
+        assert_eq!(t.saved_tokens, Some(1150));
+    }
+
+    #[test]
+    fn replay_covers_the_turns_of_known_cost_and_is_never_below_them() {
+        let rows = [
+            row(
+                "d",
+                "resumed",
+                (4100, 100),
+                tokens(100, 0, 5000, 80),
+                Some(1.0),
+            ),
+            // Known cost, unknown usage: replays at its own cost.
+            row("d", "resumed", (4100, 100), None, Some(0.5)),
+            // Unknown cost: in neither sum.
+            row("d", "resumed", (4100, 100), tokens(100, 0, 5000, 80), None),
+        ];
+        let t = tally(&rows).total;
+        assert!(close(t.cost_usd, 1.5));
+        assert!(close(t.replay_cost_usd, 1.5 + 1.15));
+        assert_eq!(t.turns_cost_known(), 2);
+        assert!(t.replay_cost_usd >= t.cost_usd);
+        assert_eq!(t.saved_tokens, Some(2300), "both turns of known usage");
     }
 
     #[test]
@@ -236,7 +332,7 @@ mod tests {
         .total;
         assert_eq!(
             (t.replay_cache_write_tokens, t.replay_cache_read_tokens),
-            (9010, 0)
+            (Some(9010), Some(0))
         );
         // Nothing stripped, nothing saved.
         let t = tally(&[row(
@@ -247,7 +343,7 @@ mod tests {
             Some(2.0),
         )])
         .total;
-        assert_eq!(t.replay_cost_usd, 2.0);
-        assert_eq!(t.saved_usd(), 0.0);
+        assert_eq!(t.replay_cost_usd, Some(2.0));
+        assert_eq!(t.saved_usd, Some(0.0));
     }
 }

@@ -77,6 +77,11 @@ pub struct Spec {
     /// from stdout: the requests were replayed to this child after another
     /// one had answered the caller (the Agent SDK handshake).
     pub drop_responses: Vec<String>,
+    /// Variables added to the child's environment.
+    pub env: Vec<(String, String)>,
+    /// The child speaks stream-json; the caller gets `output` as a cold run
+    /// would print it (see `warm::render`).
+    pub render: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +189,7 @@ pub fn start(
 ) -> std::io::Result<Running> {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env(crate::env::GUARD, &spec.guard)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -235,11 +241,19 @@ pub fn start(
     });
     let out_thread = child.stdout.take().map(|from| {
         let hold = hold.clone();
+        let (observed, render) = match spec.render {
+            true => (
+                OutputFormat::StreamJson,
+                Some(crate::warm::render::Render::new(spec.output, false)),
+            ),
+            false => (spec.output, None),
+        };
         let tap = tee::Tap {
-            observer: Some(Observer::new(spec.output)),
+            observer: Some(Observer::new(observed)),
             watch: watch.clone(),
             drop_responses: spec.drop_responses.clone(),
             proof: spec.proof,
+            render,
         };
         std::thread::spawn(move || tee::copy(from, tee::Stream::Out, hold, tap))
     });

@@ -108,6 +108,8 @@ pub struct Tap {
     pub watch: Option<Arc<dyn Watch>>,
     pub drop_responses: Vec<String>,
     pub proof: super::Proof,
+    /// Stream-json in, the caller's format out (line by line).
+    pub render: Option<crate::warm::render::Render>,
 }
 
 /// Copy `from` to our fd `to` until EOF. When the caller closes our end
@@ -122,6 +124,9 @@ pub fn copy(
     let mut buf = vec![0u8; CHUNK];
     let mut may_splice = true;
     let mut filter = ResponseFilter::new(std::mem::take(&mut tap.drop_responses));
+    if let Some(render) = tap.render.take() {
+        return rendered(from, to, hold, tap, render);
+    }
     loop {
         // Nothing left to hold, observe or filter: move the bytes in the kernel.
         let wants = tap.observer.as_ref().is_some_and(Observer::wants_bytes);
@@ -171,6 +176,45 @@ pub fn copy(
         if !was_released && released(&hold) {
             if let Some(w) = &tap.watch {
                 w.committed();
+            }
+        }
+    }
+    tap.observer
+}
+
+/// [`copy`] for a child whose stream-json is rendered for the caller: each
+/// complete line is observed, then rendered; nothing past the turn's result.
+fn rendered(
+    mut from: impl Read,
+    to: Stream,
+    hold: SharedHold,
+    mut tap: Tap,
+    mut render: crate::warm::render::Render,
+) -> Option<Observer> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut partial: Vec<u8> = Vec::new();
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        partial.extend_from_slice(&buf[..n]);
+        while let Some(nl) = memchr::memchr(b'\n', &partial) {
+            let line: Vec<u8> = partial.drain(..=nl).collect();
+            let mut proven = false;
+            if let Some(o) = tap.observer.as_mut() {
+                if o.feed(&line).result {
+                    if let Some(w) = &tap.watch {
+                        w.result(o.observation());
+                    }
+                }
+                proven = tap.proof.holds(o.observation());
+            }
+            let out = render.line(&line).out;
+            if !pass(to, &out, &hold, proven) {
+                return tap.observer;
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Claude Code's session files: `<config>/projects/<slug>/<id>.jsonl`.
 //! Found by id under any project dir rather than by rebuilding the slug.
 
+pub mod list;
 pub mod scan;
 
 use crate::events::Usage;
@@ -47,6 +48,67 @@ pub fn remove(config_dir: &Path, id: &str) {
     let _ = std::fs::remove_file(config_dir.join("debug").join(format!("{id}.txt")));
 }
 
+/// Take back what a run killed before its answer wrote to a session file
+/// that was `before` bytes long when it started: the records from the first
+/// one of its turn (the queued message or the user record) on. A file it
+/// created (`before: None`) goes. Returns whether anything was cut.
+///
+/// So a rerun resumes the session as it was, instead of the CLI's repair
+/// of a dangling message ("No response requested." and the message twice).
+pub fn undo_turn(path: &Path, before: Option<u64>) -> std::io::Result<bool> {
+    let Some(before) = before else {
+        return match std::fs::remove_file(path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        };
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)?;
+    // Records the process wrote after its last result may straddle `before`:
+    // start at the record boundary at or before it.
+    let back = before.min(64 << 10);
+    file.seek(SeekFrom::Start(before - back))?;
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)?;
+    let boundary = match memchr::memrchr(b'\n', &buf[..back as usize]) {
+        Some(nl) => nl + 1,
+        None if before == back => 0,
+        None => return Ok(false),
+    };
+    let mut at = boundary;
+    for line in buf[boundary..].split_inclusive(|&b| b == b'\n') {
+        if starts_turn(line) {
+            file.set_len(before - back + at as u64)?;
+            return Ok(true);
+        }
+        at += line.len();
+    }
+    Ok(false)
+}
+
+/// The first record a turn writes: its message queued, or the user record.
+fn starts_turn(line: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Rec<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: Option<&'a str>,
+        operation: Option<&'a str>,
+        #[serde(rename = "isSidechain")]
+        sidechain: Option<bool>,
+    }
+    match serde_json::from_slice::<Rec>(line) {
+        Ok(r) => match r.kind {
+            Some("queue-operation") => r.operation == Some("enqueue"),
+            Some("user") => r.sidechain != Some(true),
+            _ => false,
+        },
+        Err(_) => false,
+    }
+}
+
 /// The last record in the file's tail that `pick` accepts: a small tail
 /// first (what we look for is near the end), more only if needed.
 fn from_tail<T>(path: &Path, pick: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
@@ -70,6 +132,19 @@ fn from_tail<T>(path: &Path, pick: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
 /// The uuid of the last main-thread assistant record.
 pub fn last_assistant_uuid(path: &Path) -> Option<String> {
     from_tail(path, assistant_uuid)
+}
+
+/// The uuid of the last main-thread assistant record in a file's bytes.
+pub fn last_assistant_uuid_in(bytes: &[u8]) -> Option<String> {
+    bytes.split(|&b| b == b'\n').rev().find_map(assistant_uuid)
+}
+
+/// Whether a file's bytes hold a main-thread assistant record `uuid`.
+pub fn has_assistant_uuid(bytes: &[u8], uuid: &str) -> bool {
+    let finder = memchr::memmem::Finder::new(uuid.as_bytes());
+    bytes
+        .split(|&b| b == b'\n')
+        .any(|line| finder.find(line).is_some() && assistant_uuid(line).as_deref() == Some(uuid))
 }
 
 /// The session's running cost as the CLI last saved it (its last
@@ -206,6 +281,56 @@ mod tests {
         std::fs::write(&f, long).unwrap();
         assert_eq!(last_assistant_uuid(&f).as_deref(), Some("a1"));
         assert_eq!(find(t.path(), "6e8e0435-8e12-4245-aa25-f674ed4e97a8"), None);
+    }
+
+    #[test]
+    fn undo_turn_cuts_from_the_killed_turns_first_record() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.jsonl");
+        let kept = concat!(
+            r#"{"type":"user","uuid":"u1"}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1"}"#,
+            "\n",
+        );
+        // Written after the size was taken: the previous turn's last records.
+        let late = concat!(r#"{"type":"last-prompt"}"#, "\n");
+        let killed = concat!(
+            r#"{"type":"queue-operation","operation":"enqueue","content":"m2"}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u2"}"#,
+            "\n",
+            r#"{"type":"attachment"}"#,
+            "\n",
+        );
+        // `before` inside the late record: cut at the killed turn, keep it.
+        std::fs::write(&f, format!("{kept}{late}{killed}")).unwrap();
+        let before = (kept.len() + 5) as u64;
+        assert!(undo_turn(&f, Some(before)).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            format!("{kept}{late}")
+        );
+        // Nothing of a turn after `before`: untouched.
+        assert!(!undo_turn(&f, Some(kept.len() as u64)).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            format!("{kept}{late}")
+        );
+        // A user record without a queued message (a cold start) starts one too.
+        std::fs::write(
+            &f,
+            format!("{kept}{}", &killed[killed.find('\n').unwrap() + 1..]),
+        )
+        .unwrap();
+        assert!(undo_turn(&f, Some(kept.len() as u64)).unwrap());
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), kept);
+        // From an empty start, and a file the run created.
+        assert!(undo_turn(&f, Some(0)).unwrap());
+        assert_eq!(std::fs::read(&f).unwrap(), b"");
+        assert!(undo_turn(&f, None).unwrap());
+        assert!(!f.exists());
+        assert!(!undo_turn(&f, None).unwrap());
     }
 
     #[test]

@@ -15,10 +15,23 @@ const TITLE: usize = 200;
 /// Bytes before the scanned end that must be unchanged to carry a scan on.
 const WITNESS: u64 = 256;
 
+/// Bumped when a scan learns to count something new: older cached scans are
+/// read anew.
+const FORMAT: u32 = 2;
+/// A line longer than this is skipped unread (counted in `skipped`): what it
+/// holds is not worth unbounded memory.
+const MAX_LINE: usize = 16 << 20;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Scan {
+    #[serde(default)]
+    format: u32,
     /// Bytes read (the file's length when scanned).
     pub bytes: u64,
+    /// The file's modification time when scanned (ns): with `bytes`, a file
+    /// unchanged since is not even opened for its witness.
+    #[serde(default)]
+    pub mtime_ns: i128,
     /// A hash of the bytes just before `bytes` (to tell growth from rewrite).
     pub witness: String,
     pub title: Option<String>,
@@ -31,6 +44,12 @@ pub struct Scan {
     /// `compact_boundary` records: times the CLI replaced the history by a
     /// summary.
     pub compactions: u32,
+    /// The working directory of its first record that names one.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Lines longer than `MAX_LINE`, left unread.
+    #[serde(default)]
+    pub skipped: u64,
     /// The message id of the last assistant record (records of one API
     /// response follow each other; counting its usage once needs no more).
     last_message_id: Option<String>,
@@ -48,6 +67,7 @@ struct Record {
     #[serde(rename = "gitBranch")]
     git_branch: Option<String>,
     version: Option<String>,
+    cwd: Option<String>,
     message: Option<serde_json::Value>,
 }
 
@@ -60,14 +80,26 @@ impl Scan {
     /// Carry this scan on to the file's end, or start over when the file is
     /// not this scan's file grown (shorter, or changed before its end).
     pub fn resume(self, path: &Path) -> std::io::Result<Scan> {
+        let meta = std::fs::metadata(path)?;
+        let (len, mtime_ns) = (meta.len(), mtime_ns(&meta));
+        if self.format == FORMAT && len == self.bytes && mtime_ns == self.mtime_ns {
+            return Ok(self);
+        }
         let mut file = std::fs::File::open(path)?;
-        let len = file.metadata()?.len();
-        let base = if len >= self.bytes && witness(&mut file, self.bytes)? == self.witness {
+        let base = if self.format == FORMAT
+            && len >= self.bytes
+            && witness(&mut file, self.bytes)? == self.witness
+        {
             self
         } else {
-            Scan::default()
+            Scan {
+                format: FORMAT,
+                ..Scan::default()
+            }
         };
-        base.read_from(file, len)
+        let mut scan = base.read_from(file, len)?;
+        scan.mtime_ns = mtime_ns;
+        Ok(scan)
     }
 
     fn read_from(mut self, mut file: std::fs::File, len: u64) -> std::io::Result<Scan> {
@@ -77,13 +109,17 @@ impl Scan {
         let mut read = self.bytes;
         loop {
             line.clear();
-            let n = reader.read_until(b'\n', &mut line)?;
+            let (n, whole) = read_line(&mut reader, &mut line)?;
             // A last line without its newline is still being written.
-            if n == 0 || !line.ends_with(b"\n") {
+            if n == 0 || !whole {
                 break;
             }
-            read += n as u64;
-            self.record(&line);
+            read += n;
+            if line.len() > MAX_LINE {
+                self.skipped += 1;
+            } else {
+                self.record(&line);
+            }
         }
         self.bytes = read;
         let mut file = reader.into_inner().into_inner();
@@ -105,6 +141,9 @@ impl Scan {
         };
         if self.git_branch.is_none() {
             self.git_branch = r.git_branch.filter(|b| !b.is_empty());
+        }
+        if self.cwd.is_none() {
+            self.cwd = r.cwd;
         }
         if let Some(v) = r.version {
             self.version = Some(v);
@@ -142,6 +181,39 @@ impl Scan {
             _ => {}
         }
     }
+}
+
+/// Read one line into `line` (its newline included), keeping at most
+/// `MAX_LINE + 1` bytes of it: a longer line is consumed, not held. Returns
+/// the bytes consumed and whether the line ended with its newline.
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<(u64, bool)> {
+    let mut consumed = 0u64;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((consumed, false));
+        }
+        let (take, done) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        let room = (MAX_LINE + 1).saturating_sub(line.len());
+        line.extend_from_slice(&buf[..take.min(room)]);
+        reader.consume(take);
+        consumed += take as u64;
+        if done {
+            return Ok((consumed, true));
+        }
+    }
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128
 }
 
 /// A user record's own text (not a tool result, not a command wrapper).
@@ -238,6 +310,53 @@ mod tests {
         assert_eq!(
             (anew.title.as_deref(), anew.messages, anew.compactions),
             (Some("other"), 40, 0)
+        );
+    }
+
+    #[test]
+    fn an_overlong_line_is_skipped_unheld_and_the_rest_counted() {
+        use serde_json::json;
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.jsonl");
+        let big = rec(json!({"type":"user","cwd":"/w","message":{"content":"x".repeat(MAX_LINE)}}));
+        let after = rec(json!({"type":"user","cwd":"/v","message":{"content":"after"}}));
+        std::fs::write(&f, [big.as_str(), &after].concat()).unwrap();
+        let s = Scan::of(&f).unwrap();
+        assert_eq!((s.skipped, s.messages), (1, 1));
+        assert_eq!(s.title.as_deref(), Some("after"));
+        assert_eq!(s.cwd.as_deref(), Some("/v"));
+        assert_eq!(s.bytes as usize, big.len() + after.len());
+        // Unchanged since (size and mtime): the scan is returned as it was,
+        // the file not read (bytes changed under the same size and mtime
+        // are not seen).
+        assert_eq!(s.clone().resume(&f).unwrap(), s);
+        // A cached scan of an older format is read anew.
+        let old = Scan {
+            format: 1,
+            ..s.clone()
+        };
+        assert_eq!(old.resume(&f).unwrap(), s);
+        let mtime = std::fs::metadata(&f).unwrap().modified().unwrap();
+        std::fs::write(
+            &f,
+            [big.as_str(), &after.replace("after", "other")].concat(),
+        )
+        .unwrap();
+        let file = std::fs::File::options().write(true).open(&f).unwrap();
+        file.set_modified(mtime).unwrap();
+        assert_eq!(
+            s.clone().resume(&f).unwrap().title.as_deref(),
+            Some("after")
+        );
+        std::fs::File::options()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_modified(mtime + std::time::Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(
+            s.clone().resume(&f).unwrap().title.as_deref(),
+            Some("other")
         );
     }
 }

@@ -17,7 +17,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn as_str(self) -> &'static str {
+    pub(crate) fn parse(s: &str) -> Outcome {
+        if s == "result" {
+            Outcome::Result
+        } else {
+            Outcome::NoResult
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Outcome::Result => "result",
             Outcome::NoResult => "no-result",
@@ -47,6 +55,9 @@ impl Store {
         pid: i32,
         continues: i64,
     ) -> Result<i64> {
+        if let Some(mut pg) = self.pg() {
+            return pg.start_attempt(node, message, session, pid, continues, self.now());
+        }
         self.conn.execute(
             "INSERT INTO attempts (node, message, session, pid, started_at, continues)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -56,6 +67,9 @@ impl Store {
     }
 
     pub fn end_attempt(&self, id: i64, outcome: Outcome) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.end_attempt(id, outcome, self.now());
+        }
         self.conn.execute(
             "UPDATE attempts SET ended_at = ?2, outcome = ?3 WHERE id = ?1",
             params![id, self.now(), outcome.as_str()],
@@ -70,6 +84,9 @@ impl Store {
         message: &str,
         since: i64,
     ) -> Result<Option<AttemptRow>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.last_attempt(node, message, since);
+        }
         Ok(self
             .conn
             .prepare_cached(
@@ -99,6 +116,9 @@ impl Store {
 
     /// Drop attempts older than `before` (gc).
     pub fn prune_attempts(&self, before: i64) -> Result<usize> {
+        if let Some(mut pg) = self.pg() {
+            return pg.prune_attempts(before);
+        }
         Ok(self
             .conn
             .execute("DELETE FROM attempts WHERE started_at < ?1", [before])?)

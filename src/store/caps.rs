@@ -33,6 +33,9 @@ impl BinaryKey {
 
 impl Store {
     pub fn capabilities(&self, key: &BinaryKey) -> Result<Option<Capabilities>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.capabilities(key);
+        }
         Ok(self
             .conn
             .query_row(
@@ -53,6 +56,9 @@ impl Store {
     }
 
     pub fn save_capabilities(&self, key: &BinaryKey, caps: &Capabilities) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.save_capabilities(key, caps, super::now());
+        }
         self.conn.execute(
             "INSERT OR REPLACE INTO capabilities
              (path, size, mtime_ns, version, resume, fork_session, session_id, resume_session_at, probed_at)

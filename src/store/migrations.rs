@@ -62,6 +62,8 @@ const MIGRATIONS: &[&str] = &[
     // 5: session file scans (title, counts, compactions), carried on as the
     // file grows.
     "CREATE TABLE scans (path TEXT PRIMARY KEY, scan TEXT NOT NULL, at INTEGER NOT NULL);",
+    // 6: attempts past any retry window are dropped as turns start.
+    "CREATE INDEX attempts_started ON attempts(started_at);",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

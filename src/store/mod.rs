@@ -1,14 +1,22 @@
-//! The shim's SQLite database: capability cache, runs log, pins, leases.
-//! Every failure here is reported to the caller of these functions, who logs
-//! it and carries on without the store (the turn runs as without the shim).
+//! The shim's store: capability cache, runs log, pins, leases — in the
+//! embedded SQLite file by default, or in a PostgreSQL database a fleet of
+//! replicas shares (`backend`, `postgres`). Callers see one interface, the
+//! methods of [`Store`]; each dispatches to the shared backend when there
+//! is one. Every failure here is reported to the caller of these functions,
+//! who logs it and carries on without the store (the turn runs as without
+//! the shim).
 
 pub mod attempts;
+pub mod backend;
 pub mod caps;
+pub mod listing;
 mod migrations;
 pub mod pins;
+pub mod postgres;
 pub mod report;
 pub mod runs;
 pub mod scans;
+pub mod transcripts;
 
 use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
@@ -28,9 +36,38 @@ const HOT_PATH_BUDGET: Duration = Duration::from_millis(1500);
 pub type Clock = std::sync::Arc<dyn Fn() -> i64 + Send + Sync>;
 
 pub struct Store {
-    pub conn: Connection,
+    /// The SQLite connection (derefs to `rusqlite::Connection`); empty
+    /// when the store is shared.
+    pub conn: Sqlite,
+    /// The database file, or the shared store's URL without its password.
     pub path: PathBuf,
     clock: Clock,
+    /// The shared backend, when there is one: every method goes there.
+    shared: Option<Box<std::cell::RefCell<postgres::Pg>>>,
+}
+
+/// The SQLite connection of a local store. Tests and benchmarks reach it as
+/// `store.conn`; a shared store has none, and every method of [`Store`]
+/// goes to the shared backend before it could be reached.
+pub struct Sqlite(Option<Connection>);
+
+impl std::ops::Deref for Sqlite {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        match &self.0 {
+            Some(c) => c,
+            None => unreachable!("a shared store has no SQLite connection"),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Sqlite {
+    fn deref_mut(&mut self) -> &mut Connection {
+        match &mut self.0 {
+            Some(c) => c,
+            None => unreachable!("a shared store has no SQLite connection"),
+        }
+    }
 }
 
 impl Store {
@@ -72,11 +109,48 @@ impl Store {
         )
     }
 
-    /// The default location from the environment, for a turn: lock waits
-    /// are bounded by [`HOT_PATH_BUDGET`] for the whole process.
+    /// The configured store, for a turn: the SQLite file in the data dir
+    /// (lock waits bounded by [`HOT_PATH_BUDGET`] for the whole process),
+    /// or the shared store (every call together bounded by
+    /// [`postgres::TURN_BUDGET`]).
     pub fn open_default() -> Result<Store> {
         let dir = crate::env::data_dir().context("no data directory (HOME unset)")?;
-        Self::open_at(&dir, true)
+        match backend::Location::configured(&dir)? {
+            backend::Location::Sqlite => Self::open_at(&dir, true),
+            backend::Location::Postgres(url) => Self::open_shared(&url, postgres::Patience::Turn),
+        }
+    }
+
+    /// The configured store for management commands and the keeper: the
+    /// shared one, or the SQLite file in `dir`.
+    pub fn open_configured(dir: &Path, patience: postgres::Patience) -> Result<Store> {
+        match backend::Location::configured(dir)? {
+            backend::Location::Sqlite => Self::open_in(dir),
+            backend::Location::Postgres(url) => Self::open_shared(&url, patience),
+        }
+    }
+
+    /// The shared store at `url` (connected, schema up to date).
+    pub fn open_shared(url: &str, patience: postgres::Patience) -> Result<Store> {
+        let pg = postgres::Pg::connect(url, patience)
+            .with_context(|| format!("opening the shared store {}", backend::redact(url)))?;
+        Ok(Store {
+            conn: Sqlite(None),
+            path: PathBuf::from(backend::redact(url)),
+            clock: std::sync::Arc::new(now),
+            shared: Some(Box::new(std::cell::RefCell::new(pg))),
+        })
+    }
+
+    /// Whether replicas share this store (session files then travel
+    /// through it, and the Claude config dir is not part of a scope).
+    pub fn is_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The shared backend, if this store is one.
+    fn pg(&self) -> Option<std::cell::RefMut<'_, postgres::Pg>> {
+        self.shared.as_ref().map(|p| p.borrow_mut())
     }
 
     /// The same store, with `clock` telling the time (tests age rows this
@@ -112,13 +186,17 @@ impl Store {
         )?;
         retry_busy(hot, || migrations::apply(&conn).context("migrating"))?;
         Ok(Store {
-            conn,
+            conn: Sqlite(Some(conn)),
             path,
             clock: std::sync::Arc::new(now),
+            shared: None,
         })
     }
 
     pub fn schema_version(&self) -> Result<i64> {
+        if let Some(mut pg) = self.pg() {
+            return pg.schema_version();
+        }
         Ok(self
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))?)

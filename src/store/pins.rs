@@ -108,6 +108,9 @@ pub enum Ownership {
 impl Store {
     /// Pins of one node, newest first.
     pub fn find_pins(&self, node: &Node) -> Result<Vec<Pin>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.find_pins(node);
+        }
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, session, assistant_uuid, reply_hashes, preamble_hash, turns, created_at
              FROM pins WHERE node = ?1 ORDER BY id DESC",
@@ -134,6 +137,9 @@ impl Store {
     /// The newest pin of the same turns in any scope (for saying why a
     /// turn did not resume).
     pub fn find_elsewhere(&self, chain: &Chain) -> Result<Option<Elsewhere>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.find_elsewhere(chain);
+        }
         let row: Option<(Option<String>, i64)> = self
             .conn
             .prepare_cached(
@@ -153,6 +159,9 @@ impl Store {
     /// head. Returns the pin's id (to take it back should the run fail).
     pub fn add_pin(&mut self, pin: &NewPin, ownership: Ownership, config_dir: &str) -> Result<i64> {
         let now = self.now();
+        if let Some(mut pg) = self.pg() {
+            return pg.add_pin(pin, ownership, config_dir, now);
+        }
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -200,6 +209,9 @@ impl Store {
     /// Take back a pin whose run failed after all; the session's head goes
     /// back to `head` (where the run started; `None` for a new session).
     pub fn unpin(&mut self, id: i64, session: &str, head: Option<&str>) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.unpin(id, session, head);
+        }
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -214,6 +226,9 @@ impl Store {
 
     /// Forget a session's pins (its file is gone or the CLI refused it).
     pub fn drop_session(&self, session: &str) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.drop_session(session);
+        }
         self.conn
             .execute("DELETE FROM pins WHERE session = ?1", [session])?;
         self.conn
@@ -222,6 +237,9 @@ impl Store {
     }
 
     pub fn session_head(&self, session: &str) -> Result<Option<String>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.session_head(session);
+        }
         Ok(self
             .conn
             .prepare_cached("SELECT head_uuid FROM sessions WHERE session = ?1")?
@@ -242,6 +260,11 @@ impl Store {
         alive: impl Fn(i32) -> bool,
     ) -> Result<Lease> {
         let now = self.now();
+        // Shared: the holder is this process's connection (`pid` and
+        // `alive` are this host's notions).
+        if let Some(mut pg) = self.pg() {
+            return pg.try_lease(session, head, now);
+        }
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -277,6 +300,9 @@ impl Store {
     /// The holder's turn has its result and its input is closed: it only
     /// finishes writing, so a next turn may wait for it rather than branch.
     pub fn mark_draining(&self, session: &str, pid: i32) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.mark_draining(session);
+        }
         self.conn.execute(
             "UPDATE sessions SET draining = 1 WHERE session = ?1 AND lease_pid = ?2",
             params![session, pid],
@@ -285,6 +311,9 @@ impl Store {
     }
 
     pub fn release_lease(&self, session: &str, pid: i32) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.release_lease(session);
+        }
         self.conn.execute(
             "UPDATE sessions SET lease_pid = NULL, lease_until = NULL, draining = 0
              WHERE session = ?1 AND lease_pid = ?2",
@@ -295,6 +324,9 @@ impl Store {
 
     /// The session was used (resumed or branched from) just now.
     pub fn touch_session(&self, session: &str) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.touch_session(session, self.now());
+        }
         self.conn.execute(
             "UPDATE sessions SET used_at = ?2 WHERE session = ?1",
             params![session, self.now()],
@@ -311,6 +343,9 @@ impl Store {
         idle_before: i64,
         alive: impl Fn(i32) -> bool,
     ) -> Result<Vec<(String, String)>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.expired_ephemeral(idle_before);
+        }
         let mut stmt = self.conn.prepare_cached(
             "SELECT s.session, COALESCE(s.config_dir, ''), s.lease_pid FROM sessions s
              WHERE s.ephemeral = 1 AND (
@@ -342,6 +377,9 @@ impl Store {
     /// Whether the shim made this session for a caller that turned
     /// persistence off.
     pub fn is_ephemeral(&self, session: &str) -> Result<bool> {
+        if let Some(mut pg) = self.pg() {
+            return pg.is_ephemeral(session);
+        }
         Ok(self
             .conn
             .prepare_cached("SELECT ephemeral FROM sessions WHERE session = ?1")?

@@ -27,6 +27,52 @@ pub struct Tokens {
     pub output: i64,
 }
 
+/// One managed turn as `log` and `status` show it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogRow {
+    pub at: i64,
+    /// `YYYY-MM-DD HH:MM` in local time (SQLite's `localtime`).
+    pub local: String,
+    pub cwd: String,
+    pub kind: String,
+    /// Stable reason code and its sentence; None in rows older shims wrote.
+    pub why_code: Option<String>,
+    pub why: Option<String>,
+    pub session: Option<String>,
+    pub conv_key: Option<String>,
+    pub exit: Option<i64>,
+    pub bytes_in: i64,
+    pub bytes_sent: i64,
+    pub tokens: Option<Tokens>,
+    /// `result` | `session-file`: where the token counts come from.
+    pub usage_from: Option<String>,
+    /// The turn's own cost; None when unknown.
+    pub cost_usd: Option<f64>,
+    /// The session's running total after the turn, as the CLI reported it.
+    pub total_cost_usd: Option<f64>,
+    /// `cold` | `warm` | `live` | `handshake`; None in older rows.
+    pub engine: Option<String>,
+}
+
+/// Usage from four nullable columns: None when all four are NULL.
+fn tokens_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Option<Tokens>> {
+    let usage: [Option<i64>; 4] = [
+        r.get(first)?,
+        r.get(first + 1)?,
+        r.get(first + 2)?,
+        r.get(first + 3)?,
+    ];
+    Ok(match usage {
+        [None, None, None, None] => None,
+        [i, w, c, o] => Some(Tokens {
+            input: i.unwrap_or(0),
+            cache_write: w.unwrap_or(0),
+            cache_read: c.unwrap_or(0),
+            output: o.unwrap_or(0),
+        }),
+    })
+}
+
 /// The newest pin of one conversation (session).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinRow {
@@ -64,36 +110,89 @@ const ORPHAN_SESSIONS: &str =
 impl Store {
     /// Managed turns since `since` (epoch seconds), optionally in one cwd.
     pub fn runs_since(&self, since: i64, cwd: Option<&str>) -> Result<Vec<RunRow>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.runs_since(since, cwd);
+        }
         let mut stmt = self.conn.prepare(
             "SELECT date(at, 'unixepoch', 'localtime'), kind, bytes_in, bytes_sent,
                     input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd
              FROM runs WHERE at >= ?1 AND (?2 IS NULL OR cwd = ?2) ORDER BY at, id",
         )?;
         let rows = stmt.query_map(params![since, cwd], |r| {
-            let usage: [Option<i64>; 4] = [r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?];
-            let tokens = match usage {
-                [None, None, None, None] => None,
-                [i, w, c, o] => Some(Tokens {
-                    input: i.unwrap_or(0),
-                    cache_write: w.unwrap_or(0),
-                    cache_read: c.unwrap_or(0),
-                    output: o.unwrap_or(0),
-                }),
-            };
             Ok(RunRow {
                 day: r.get(0)?,
                 kind: r.get(1)?,
                 bytes_in: r.get(2)?,
                 bytes_sent: r.get(3)?,
-                tokens,
+                tokens: tokens_at(r, 4)?,
                 cost_usd: r.get(8)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Managed turns since `since` (epoch seconds), optionally in one cwd,
+    /// newest first, at most `limit` of them.
+    pub fn recent_runs(
+        &self,
+        since: i64,
+        cwd: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<LogRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT at, strftime('%Y-%m-%d %H:%M', at, 'unixepoch', 'localtime'), cwd, kind,
+                    why_code, why, session, conv_key, exit, bytes_in, bytes_sent,
+                    input_tokens, cache_write_tokens, cache_read_tokens, output_tokens,
+                    usage_from, cost_usd, total_cost_usd, engine
+             FROM runs WHERE at >= ?1 AND (?2 IS NULL OR cwd = ?2)
+             ORDER BY at DESC, id DESC LIMIT ?3",
+        )?;
+        // SQLite: a negative LIMIT is no limit.
+        let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let rows = stmt.query_map(params![since, cwd, limit], |r| {
+            Ok(LogRow {
+                at: r.get(0)?,
+                local: r.get(1)?,
+                cwd: r.get(2)?,
+                kind: r.get(3)?,
+                why_code: r.get(4)?,
+                why: r.get(5)?,
+                session: r.get(6)?,
+                conv_key: r.get(7)?,
+                exit: r.get(8)?,
+                bytes_in: r.get(9)?,
+                bytes_sent: r.get(10)?,
+                tokens: tokens_at(r, 11)?,
+                usage_from: r.get(15)?,
+                cost_usd: r.get(16)?,
+                total_cost_usd: r.get(17)?,
+                engine: r.get(18)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// `YYYY-MM-DD` of `at` in local time, as the runs queries see it.
+    pub fn local_day(&self, at: i64) -> Result<String> {
+        Ok(self
+            .conn
+            .query_row("SELECT date(?1, 'unixepoch', 'localtime')", [at], |r| {
+                r.get(0)
+            })?)
+    }
+
+    /// How many conversations (sessions) have a pin.
+    pub fn count_pinned(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("SELECT COUNT(DISTINCT session) FROM pins", [], |r| r.get(0))?)
+    }
+
     /// One row per conversation: the newest pin of each session, newest first.
     pub fn latest_pins(&self, cwd: Option<&str>) -> Result<Vec<PinRow>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.latest_pins(cwd);
+        }
         let mut stmt = self.conn.prepare(
             "SELECT p.session, p.cwd, p.turns, p.created_at, COALESCE(p.reply_preview, ''), m.n
              FROM pins p
@@ -117,6 +216,9 @@ impl Store {
 
     /// Sessions that have at least one pin.
     pub fn pinned_sessions(&self) -> Result<Vec<String>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.pinned_sessions();
+        }
         let mut stmt = self
             .conn
             .prepare("SELECT DISTINCT session FROM pins ORDER BY session")?;
@@ -126,6 +228,9 @@ impl Store {
 
     /// Forget these sessions: their pins and session rows.
     pub fn forget_sessions(&mut self, sessions: &[String]) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.forget_sessions(sessions);
+        }
         let tx = self.conn.transaction()?;
         let mut removed = Removed::default();
         for s in sessions {
@@ -138,6 +243,9 @@ impl Store {
 
     /// Forget every conversation pinned in `cwd`.
     pub fn forget_cwd(&mut self, cwd: &str) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.forget_cwd(cwd);
+        }
         let tx = self.conn.transaction()?;
         let pins = tx.execute("DELETE FROM pins WHERE cwd = ?1", [cwd])?;
         let sessions = tx.execute(ORPHAN_SESSIONS, [])?;
@@ -151,6 +259,9 @@ impl Store {
 
     /// Forget all pins and sessions (the runs log stays for `stats`).
     pub fn forget_all(&mut self) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.forget_all();
+        }
         let tx = self.conn.transaction()?;
         let pins = tx.execute("DELETE FROM pins", [])?;
         let sessions = tx.execute("DELETE FROM sessions", [])?;
@@ -169,6 +280,9 @@ impl Store {
         pins_before: i64,
         runs_before: i64,
     ) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.count_prunable(gone, pins_before, runs_before);
+        }
         let mut pins: usize = self.conn.query_row(
             "SELECT COUNT(*) FROM pins WHERE created_at < ?1",
             [pins_before],
@@ -202,6 +316,9 @@ impl Store {
         pins_before: i64,
         runs_before: i64,
     ) -> Result<Removed> {
+        if let Some(mut pg) = self.pg() {
+            return pg.prune(gone, pins_before, runs_before);
+        }
         let tx = self.conn.transaction()?;
         let mut removed = Removed::default();
         for s in gone {
@@ -216,6 +333,9 @@ impl Store {
 
     /// Give freed pages back to the file system.
     pub fn vacuum(&self) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.vacuum();
+        }
         self.conn.execute_batch("VACUUM")?;
         // WAL mode: fold the log back so the size on disk shrinks now.
         self.conn
@@ -236,15 +356,19 @@ impl Store {
         .with_context(|| format!("opening {}", path.display()))?;
         conn.busy_timeout(std::time::Duration::from_secs(2))?;
         Ok(Store {
-            conn,
+            conn: super::Sqlite(Some(conn)),
             path: path.to_path_buf(),
             clock: std::sync::Arc::new(super::now),
+            shared: None,
         })
     }
 
     /// `PRAGMA quick_check` and the schema version. A damaged file reports
     /// here or fails here.
     pub fn health(&self) -> Result<Health> {
+        if let Some(mut pg) = self.pg() {
+            return pg.health();
+        }
         let mut stmt = self.conn.prepare("PRAGMA quick_check")?;
         let problems: Vec<String> = stmt
             .query_map([], |r| r.get(0))?
@@ -386,6 +510,73 @@ mod tests {
             s.runs_since(0, None).unwrap()[0].tokens.map(|t| t.input),
             Some(7)
         );
+    }
+
+    #[test]
+    fn recent_runs_newest_first_filtered_and_limited_with_unknowns_kept() {
+        use crate::events::Usage;
+        use crate::store::runs::{Kind, Run, Spent, UsageFrom};
+        let t = tempfile::tempdir().unwrap();
+        let log = |at: i64, cwd: &str, kind: Kind, spent: Spent| {
+            let s = Store::open_in(t.path()).unwrap().with_clock(move || at);
+            s.log_run(&Run {
+                cwd,
+                kind,
+                why_code: kind.as_str(),
+                why: "because",
+                exit: 0,
+                bytes_in: 100,
+                bytes_sent: 10,
+                spent,
+                session: Some("S"),
+                conv_key: Some("K"),
+                engine: "warm",
+            })
+            .unwrap();
+        };
+        let known = Spent {
+            usage: Some((
+                Usage {
+                    input_tokens: 1,
+                    cache_creation_input_tokens: 2,
+                    cache_read_input_tokens: 3,
+                    output_tokens: 4,
+                },
+                UsageFrom::SessionFile,
+            )),
+            cost_usd: Some(0.5),
+            total_cost_usd: Some(1.5),
+        };
+        log(100, "/a", Kind::Fresh, known);
+        log(200, "/a", Kind::Resumed, Spent::default());
+        log(300, "/b", Kind::Forked, known);
+        let s = Store::open_in(t.path()).unwrap();
+        let rows = s.recent_runs(0, None, None).unwrap();
+        let kinds: Vec<_> = rows.iter().map(|r| r.kind.as_str()).collect();
+        assert_eq!(kinds, ["forked", "resumed", "fresh"]);
+        let unknown = &rows[1];
+        assert_eq!(
+            (
+                unknown.tokens,
+                unknown.cost_usd,
+                unknown.usage_from.as_deref()
+            ),
+            (None, None, None)
+        );
+        let fresh = &rows[2];
+        assert_eq!(fresh.tokens.map(|t| t.cache_read), Some(3));
+        assert_eq!(fresh.usage_from.as_deref(), Some("session-file"));
+        assert_eq!(
+            (fresh.cost_usd, fresh.total_cost_usd),
+            (Some(0.5), Some(1.5))
+        );
+        assert_eq!(fresh.why_code.as_deref(), Some("fresh"));
+        assert_eq!(fresh.session.as_deref(), Some("S"));
+        assert_eq!(fresh.engine.as_deref(), Some("warm"));
+        assert_eq!(fresh.local.len(), "1970-01-01 00:00".len());
+        assert_eq!(s.recent_runs(150, Some("/a"), None).unwrap().len(), 1);
+        assert_eq!(s.recent_runs(0, None, Some(2)).unwrap().len(), 2);
+        assert_eq!(s.local_day(0).unwrap().len(), "1970-01-01".len());
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct Run<'a> {
 
 impl Store {
     pub fn log_run(&self, run: &Run<'_>) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.log_run(run, self.now());
+        }
         let usage = run.spent.usage.map(|(u, _)| u);
         self.conn.execute(
             "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
@@ -108,6 +111,9 @@ impl Store {
 
     /// (kind, count) over all runs; used by tests and `stats`.
     pub fn run_counts(&self) -> Result<Vec<(String, i64)>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.run_counts();
+        }
         let mut stmt = self
             .conn
             .prepare("SELECT kind, COUNT(*) FROM runs GROUP BY kind ORDER BY kind")?;

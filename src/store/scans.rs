@@ -9,6 +9,10 @@ use std::path::Path;
 
 impl Store {
     pub fn scan_of(&self, path: &Path) -> Result<Option<Scan>> {
+        if let Some(mut pg) = self.pg() {
+            let json = pg.scan_of(&path.to_string_lossy())?;
+            return Ok(json.and_then(|j| serde_json::from_str(&j).ok()));
+        }
         let json: Option<String> = self
             .conn
             .prepare_cached("SELECT scan FROM scans WHERE path = ?1")?
@@ -18,6 +22,10 @@ impl Store {
     }
 
     pub fn save_scan(&self, path: &Path, scan: &Scan) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            let json = serde_json::to_string(scan)?;
+            return pg.save_scan(&path.to_string_lossy(), &json, self.now());
+        }
         self.conn.execute(
             "INSERT INTO scans (path, scan, at) VALUES (?1, ?2, ?3)
              ON CONFLICT(path) DO UPDATE SET scan = excluded.scan, at = excluded.at",
@@ -32,8 +40,11 @@ impl Store {
 
     /// The file's scan, carried on from the last one (and saved).
     pub fn scan(&self, path: &Path) -> Result<Scan> {
-        let scan = self.scan_of(path)?.unwrap_or_default().resume(path)?;
-        self.save_scan(path, &scan)?;
+        let cached = self.scan_of(path)?;
+        let scan = cached.clone().unwrap_or_default().resume(path)?;
+        if cached.as_ref() != Some(&scan) {
+            self.save_scan(path, &scan)?;
+        }
         Ok(scan)
     }
 }

@@ -23,6 +23,11 @@ pub struct Attempt {
     pub proof: crate::runner::Proof,
     /// Index in `args` of the positional prompt, if that is where it is.
     pub prompt_arg: Option<usize>,
+    /// Variables added to the CLI's environment.
+    pub env: Vec<(String, String)>,
+    /// The CLI speaks stream-json; the caller gets its own format (see
+    /// `warm::render`).
+    pub render: bool,
 }
 
 impl Attempt {
@@ -52,6 +57,7 @@ impl Attempt {
 pub fn session_flags(plan: &Plan) -> Vec<OsString> {
     let v: Vec<&str> = match plan {
         Plan::Caller { .. } | Plan::AsIs { .. } => vec![],
+        Plan::Continue { session, .. } => vec!["--resume", session],
         Plan::Fresh { session, .. } => vec!["--session-id", session],
         Plan::Resume {
             session,
@@ -132,7 +138,29 @@ pub fn original(prompt: &Prompt, args: &[OsString], input: InputFormat) -> Attem
         hold: false,
         proof: Default::default(),
         prompt_arg,
+        env: Vec::new(),
+        render: false,
     }
+}
+
+/// Continue an interrupted turn: the CLI resumes the session with
+/// `CLAUDE_CODE_RESUME_INTERRUPTED_TURN=1`, no prompt and stream-json input
+/// at its end, so it finishes the killed turn without a second copy of the
+/// message (checked on 2.1.330); its stream-json is rendered for the caller.
+pub fn continuation(plan: &Plan, args: &[OsString]) -> Option<Attempt> {
+    let parsed = crate::argv::parse(args).ok()?;
+    let flags = crate::warm::caller_flags(args, &parsed)?;
+    let argv = crate::warm::live_args(&session_flags(plan), &flags)?;
+    Some(Attempt {
+        args: argv.into_iter().map(OsString::from).collect(),
+        stdin: StdinPlan::Bytes(Vec::new()),
+        sent: 0,
+        hold: false,
+        proof: Default::default(),
+        prompt_arg: None,
+        env: vec![("CLAUDE_CODE_RESUME_INTERRUPTED_TURN".into(), "1".into())],
+        render: true,
+    })
 }
 
 /// What `plan` runs: the caller's input with the session flags (fresh), or
@@ -146,6 +174,9 @@ pub fn attempt(
     input: InputFormat,
 ) -> Attempt {
     let as_asked = original(prompt, args, input);
+    if matches!(plan, Plan::Continue { .. }) {
+        return continuation(plan, args).unwrap_or(as_asked);
+    }
     let with_flags = |a: Attempt| Attempt {
         args: argv(plan, &a.args),
         hold: matches!(plan, Plan::Resume { .. }),
@@ -165,6 +196,8 @@ pub fn attempt(
             hold: false,
             proof: Default::default(),
             prompt_arg: Some(*index),
+            env: Vec::new(),
+            render: false,
         }),
         Prompt::Stdin { .. } => with_flags(Attempt {
             args: args.to_vec(),
@@ -173,6 +206,8 @@ pub fn attempt(
             hold: false,
             proof: Default::default(),
             prompt_arg: None,
+            env: Vec::new(),
+            render: false,
         }),
         Prompt::StreamJson {
             before,
@@ -202,6 +237,8 @@ pub fn attempt(
                 hold: false,
                 proof: Default::default(),
                 prompt_arg: None,
+                env: Vec::new(),
+                render: false,
             })
         }
         Prompt::Waiting { .. } | Prompt::None { .. } => as_asked,

@@ -51,6 +51,8 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
             guard: ctx.guard.to_owned(),
             drop_responses: Vec::new(),
             proof: Default::default(),
+            env: Vec::new(),
+            render: false,
         },
         &ctx.child,
         Some(late.clone() as Arc<dyn Watch>),
@@ -194,6 +196,8 @@ impl Launch for Handshake {
             guard: ctx.guard.to_owned(),
             drop_responses: self.requests.clone(),
             proof: attempt.proof,
+            env: attempt.env.clone(),
+            render: attempt.render,
         };
         debug!("handshake: resuming in a second CLI");
         let finished = runner::run(spec, &ctx.child, Some(tandem.clone() as Arc<dyn Watch>))

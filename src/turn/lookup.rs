@@ -107,9 +107,10 @@ const DRAIN_WAIT: Duration = Duration::from_secs(2);
 
 pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
     let config = place.config_dir.to_string_lossy();
+    let shared = place.store.lock().is_shared();
     let input = ScopeInput {
         cwd: &place.cwd,
-        config_dir: &config,
+        config_dir: crate::identity::config_dir_in_scope(&config, shared),
         binary: &q.caps.version,
         args: q.args,
     };
@@ -164,15 +165,31 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
         }
     };
     found.preamble_changed = pin.preamble_hash != PreambleHash::of(q.conv.preamble.as_deref());
-    let file = sessions::find(&place.config_dir, &pin.session);
     let at = pin.assistant_uuid.as_deref();
     let head_in_store = place.store.lock().session_head(&pin.session)?;
+    // A fleet: the lease first (a draining holder on another host uploads
+    // its turn before it lets go), then this host's copy of the file made
+    // the stored one (see `crate::fleet`).
+    let mut lease = None;
+    let mut here = true;
+    if shared && mode == Mode::Turn {
+        if head_in_store.as_deref() == at {
+            lease = Some(take_lease(&place.store, &pin.session, at)?);
+        }
+        let leased = lease == Some(Lease::Taken);
+        here = crate::fleet::bring_here(place, &pin.session, at, leased);
+    }
+    let file = sessions::find(&place.config_dir, &pin.session).filter(|_| here);
     // The node is the head only if both we and the file agree: someone may
     // have resumed the session by hand since.
     let file_head = || file.as_deref().and_then(sessions::last_assistant_uuid);
     let mut is_head = head_in_store.as_deref() == at && file_head().as_deref() == at;
-    if is_head && mode == Mode::Turn {
-        match take_lease(&place.store, &pin.session, at)? {
+    if (is_head || lease.is_some()) && mode == Mode::Turn {
+        let lease = match lease {
+            Some(l) => l,
+            None => take_lease(&place.store, &pin.session, at)?,
+        };
+        match lease {
             Lease::Taken => {
                 found.lease = Some(LeaseGuard {
                     store: place.store.clone(),

@@ -59,6 +59,8 @@ impl Ctx<'_> {
             guard: self.guard.to_owned(),
             drop_responses: Vec::new(),
             proof: a.proof,
+            env: a.env.clone(),
+            render: a.render,
         };
         runner::run(spec, &self.child, watch)
             .unwrap_or_else(|e| crate::shim::cannot_run(self.real, &e))
@@ -219,6 +221,8 @@ struct Prepared {
     /// A fresh turn past the compaction ceiling may be refused as too long:
     /// then this resume of the compacted session runs, and its head.
     resume_instead: Option<(Plan, Attempt, Option<String>)>,
+    /// Which turn this is (its attempts are recorded under it).
+    turn: TurnKey,
 }
 
 /// Stages 1–4. `Ok(None)`: nothing the shim can read; run unchanged.
@@ -246,6 +250,11 @@ fn prepare(
         },
         Mode::Turn,
     )?;
+    let turn = TurnKey::of(&found, &u.conv);
+    let interrupted = match env::on_retry_continue() {
+        true => interrupted(&place, &turn),
+        false => None,
+    };
     let facts = plan::Facts {
         caller_session: ctx.managed.caller_resume.clone(),
         forced_fresh: env::fresh(),
@@ -253,6 +262,7 @@ fn prepare(
         caps,
         new_id,
         max_compactions: env::max_compactions(),
+        interrupted,
     };
     let plan = plan::plan(facts.clone());
     debug!("plan: {plan:?}");
@@ -326,7 +336,86 @@ fn prepare(
         lease,
         head_before,
         resume_instead,
+        turn,
     }))
+}
+
+/// Which turn of which conversation this is (retries of it share it).
+#[derive(Debug, Clone)]
+struct TurnKey {
+    node: crate::identity::Node,
+    message: String,
+}
+
+impl TurnKey {
+    fn of(found: &lookup::Found, conv: &crate::dialect::Conversation) -> TurnKey {
+        TurnKey {
+            node: found.base.user(&conv.current).node(&found.scope),
+            message: crate::identity::ReplyHash::of(&conv.current).to_string(),
+        }
+    }
+}
+
+/// The attempt a run is recorded as: started before it runs, ended after,
+/// with or without a result (a killed shim never ends it: its pid tells).
+struct Attempts(Option<i64>);
+
+impl Attempts {
+    fn start(place: &Place, turn: &TurnKey, session: &str, continues: u32) -> Attempts {
+        let store = place.store.lock();
+        // Only a retry within its window reads them (a day at least: callers
+        // may set different windows).
+        let keep = env::retry_window().max(std::time::Duration::from_secs(86_400));
+        if let Err(e) = store.prune_attempts(store.now() - keep.as_secs() as i64) {
+            error!("dropping old attempts: {e:#}");
+        }
+        let id = store.start_attempt(
+            &turn.node,
+            &turn.message,
+            session,
+            std::process::id() as i32,
+            continues as i64,
+        );
+        Attempts(id.map_err(|e| error!("recording the attempt: {e:#}")).ok())
+    }
+
+    /// `None`: it ended without a result that counts (refused, killed).
+    fn end(&self, place: &Place, finished: Option<&Finished>) {
+        use crate::store::attempts::Outcome;
+        let Some(id) = self.0 else { return };
+        let got_result = finished.is_some_and(|f| {
+            f.observation.result.is_some() || (f.observation.text.is_some() && f.exit.success())
+        });
+        let outcome = if got_result {
+            Outcome::Result
+        } else {
+            Outcome::NoResult
+        };
+        if let Err(e) = place.store.lock().end_attempt(id, outcome) {
+            error!("recording the attempt's end: {e:#}");
+        }
+    }
+}
+
+/// The same turn's last attempt within the retry window, if it ended
+/// without a result (killed, timed out) and left its session's file.
+fn interrupted(place: &Place, turn: &TurnKey) -> Option<plan::Interrupted> {
+    let store = place.store.lock();
+    let since = store.now() - env::retry_window().as_secs() as i64;
+    let last = store
+        .last_attempt(&turn.node, &turn.message, since)
+        .ok()??;
+    let ended_without = match last.outcome {
+        Some(crate::store::attempts::Outcome::NoResult) => true,
+        Some(crate::store::attempts::Outcome::Result) => false,
+        // Never said: its shim was killed, unless it still runs.
+        None => !lookup::alive(last.pid),
+    };
+    let left_its_file = sessions::find(&place.config_dir, &last.session).is_some();
+    (ended_without && left_its_file).then_some(plan::Interrupted {
+        session: last.session,
+        continues: last.continues as u32,
+    })
 }
 
 /// Stages 5 and 6, with one fallback: a resume the CLI refuses before any
@@ -347,17 +436,26 @@ fn execute(
         lease,
         head_before,
         resume_instead,
+        turn,
     } = p;
+    let continues = match plan {
+        Plan::Continue { continues, .. } => continues,
+        _ => 0,
+    };
+    let mut attempt_row = Attempts::start(&place, &turn, plan.target_session(), continues);
     let before = Before::read(&place, &plan);
     let head = head_before.clone();
-    let recorder = Arc::new(Recorder::new(
-        place.store.clone(),
-        plan.clone(),
-        pin_ctx.clone(),
-        place.config_dir.clone(),
-        head_before,
-        lease,
-    ));
+    let recorder = Arc::new(
+        Recorder::new(
+            place.store.clone(),
+            plan.clone(),
+            pin_ctx.clone(),
+            place.config_dir.clone(),
+            head_before,
+            lease,
+        )
+        .with_attempt(attempt_row.0),
+    );
     let first = launch.planned(
         ctx,
         &plan,
@@ -383,17 +481,22 @@ fn execute(
             let lease = recorder.take_lease();
             drop(recorder);
             debug!("the full transcript was refused as too long; resuming {again:?}");
+            attempt_row.end(&place, None);
+            attempt_row = Attempts::start(&place, &turn, again.target_session(), 0);
             plan = again;
             reason = Reason::compacted_too_long();
             let before = Before::read(&place, &plan);
-            let recorder = Arc::new(Recorder::new(
-                place.store.clone(),
-                plan.clone(),
-                pin_ctx,
-                place.config_dir.clone(),
-                again_head.clone(),
-                lease,
-            ));
+            let recorder = Arc::new(
+                Recorder::new(
+                    place.store.clone(),
+                    plan.clone(),
+                    pin_ctx,
+                    place.config_dir.clone(),
+                    again_head.clone(),
+                    lease,
+                )
+                .with_attempt(attempt_row.0),
+            );
             let watch: Arc<dyn Watch> = recorder.clone();
             let f = launch.planned(
                 ctx,
@@ -421,19 +524,24 @@ fn execute(
                 session: launch.fresh_id(),
                 why: Why::Refused,
             };
+            attempt_row.end(&place, None);
+            attempt_row = Attempts::start(&place, &turn, plan.target_session(), 0);
             reason = Reason::of(&plan, false);
             let fresh = Attempt {
                 args: attempt::argv(&plan, args),
                 ..attempt::original(prompt, args, ctx.managed.input)
             };
-            let recorder = Arc::new(Recorder::new(
-                place.store.clone(),
-                plan.clone(),
-                pin_ctx,
-                place.config_dir.clone(),
-                None,
-                None,
-            ));
+            let recorder = Arc::new(
+                Recorder::new(
+                    place.store.clone(),
+                    plan.clone(),
+                    pin_ctx,
+                    place.config_dir.clone(),
+                    None,
+                    None,
+                )
+                .with_attempt(attempt_row.0),
+            );
             let f = launch.as_asked(ctx, &fresh, Some(recorder.clone()));
             (f, Kind::Fallback, prompt.len(), recorder, Before::fresh())
         }
@@ -443,6 +551,7 @@ fn execute(
         }
     };
     let succeeded = succeeded(&finished);
+    attempt_row.end(&place, Some(&finished));
     recorder.at_exit(&finished.observation, succeeded);
     let spent = before.spent(&place, &plan, &finished);
     place
@@ -462,6 +571,10 @@ fn execute(
             engine: launch.engine(),
         })
         .unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
+    // A fleet: what the run added to its session travels, before the lease goes.
+    if succeeded || matches!(kind, Kind::Resumed) {
+        crate::fleet::after_run(&place, plan.target_session());
+    }
     recorder.finish();
     sweep_ephemeral(&place);
     finished.exit
@@ -488,7 +601,9 @@ impl Before {
 
     fn read(place: &Place, plan: &Plan) -> Before {
         let resumed = match plan {
-            Plan::Resume { session, .. } | Plan::Caller { session } => session,
+            Plan::Resume { session, .. }
+            | Plan::Caller { session }
+            | Plan::Continue { session, .. } => session,
             Plan::Fresh { .. } => return Before::fresh(),
             Plan::AsIs { .. } => {
                 return Before {
@@ -543,7 +658,8 @@ fn kind_of(plan: &Plan) -> Kind {
         Plan::Resume {
             how: How::InPlace, ..
         }
-        | Plan::Caller { .. } => Kind::Resumed,
+        | Plan::Caller { .. }
+        | Plan::Continue { .. } => Kind::Resumed,
         Plan::Resume { .. } => Kind::Forked,
         Plan::AsIs { .. } => Kind::Unchanged,
     }

@@ -76,6 +76,9 @@ pub struct Facts {
     /// conversation the transcript does: the turn runs fresh (`None`: no
     /// ceiling).
     pub max_compactions: Option<u32>,
+    /// The same turn's last attempt ended without a result, and the caller
+    /// asked for retries to continue it (`CLAUDE_SHIM_ON_RETRY=continue`).
+    pub interrupted: Option<Interrupted>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,7 +127,26 @@ pub enum Plan {
     AsIs {
         why: Why,
     },
+    /// The caller retries a turn whose earlier attempt was killed before
+    /// its result: let that attempt's session finish the interrupted turn
+    /// (`continues`: this many in a row, this one included).
+    Continue {
+        session: String,
+        continues: u32,
+    },
 }
+
+/// An earlier attempt of the same turn that ended without a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interrupted {
+    /// The session it was writing (its file exists).
+    pub session: String,
+    /// Continues in a row that led to it.
+    pub continues: u32,
+}
+
+/// Continues in a row before a retry starts over.
+pub const MAX_CONTINUES: u32 = 2;
 
 impl Plan {
     /// The session the run will write to.
@@ -139,7 +161,7 @@ impl Plan {
                 session,
                 how: How::InPlace,
             } => session,
-            Plan::Caller { session } => session,
+            Plan::Caller { session } | Plan::Continue { session, .. } => session,
             Plan::AsIs { .. } => "",
         }
     }
@@ -163,6 +185,14 @@ pub fn plan(f: Facts) -> Plan {
     };
     if f.forced_fresh {
         return fresh(Why::Forced);
+    }
+    if let Some(i) = f.interrupted.filter(|i| i.continues < MAX_CONTINUES) {
+        if f.caps.resume {
+            return Plan::Continue {
+                session: i.session,
+                continues: i.continues + 1,
+            };
+        }
     }
     let c = match f.candidate {
         Ok(c) => c,
@@ -333,6 +363,7 @@ mod tests {
                 caps,
                 new_id: "N".into(),
                 max_compactions: Some(3),
+                interrupted: None,
             });
             assert_eq!(got, want, "row {i}");
         }
@@ -350,6 +381,7 @@ mod tests {
             caps: all(),
             new_id: "N".into(),
             max_compactions: max,
+            interrupted: None,
         };
         let in_place = Plan::Resume {
             session: S.into(),
@@ -367,6 +399,44 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_of_an_interrupted_turn_continues_it_at_most_twice_in_a_row() {
+        let facts = |continues| Facts {
+            forced_fresh: false,
+            caller_session: None,
+            candidate: cand(true, true, true, Some("A")),
+            caps: all(),
+            new_id: "N".into(),
+            max_compactions: Some(3),
+            interrupted: Some(Interrupted {
+                session: "K".into(),
+                continues,
+            }),
+        };
+        assert_eq!(
+            plan(facts(0)),
+            Plan::Continue {
+                session: "K".into(),
+                continues: 1
+            }
+        );
+        assert_eq!(
+            plan(facts(1)),
+            Plan::Continue {
+                session: "K".into(),
+                continues: 2
+            }
+        );
+        // Twice continued and killed again: start over as today.
+        assert_eq!(
+            plan(facts(2)),
+            Plan::Resume {
+                session: S.into(),
+                how: How::InPlace
+            }
+        );
+    }
+
+    #[test]
     fn caller_resume_is_kept_or_left_alone() {
         let facts = |caller: &str, c| Facts {
             forced_fresh: false,
@@ -375,6 +445,7 @@ mod tests {
             caps: all(),
             new_id: "N".into(),
             max_compactions: Some(3),
+            interrupted: None,
         };
         let asis = Plan::AsIs {
             why: Why::CallerSessionUnknown,

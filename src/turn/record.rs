@@ -168,6 +168,9 @@ pub struct Recorder {
     head_before: Option<String>,
     lease: Mutex<Option<LeaseGuard>>,
     state: Mutex<State>,
+    /// The attempt row of this run: marked answered at the result, so a
+    /// shim killed after it leaves nothing a retry would continue.
+    attempt: Option<i64>,
 }
 
 #[derive(Default)]
@@ -194,7 +197,13 @@ impl Recorder {
             head_before,
             lease: Mutex::new(lease),
             state: Mutex::new(State::default()),
+            attempt: None,
         }
+    }
+
+    pub fn with_attempt(mut self, id: Option<i64>) -> Recorder {
+        self.attempt = id;
+        self
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -209,6 +218,12 @@ impl Recorder {
             self.undo(&mut st);
         } else if obs.has_success_result() && st.pinned.is_none() {
             self.pin(&mut st, obs);
+        }
+        if let Some(id) = self.attempt {
+            let answered = crate::store::attempts::Outcome::Result;
+            if let Err(e) = self.store.lock().end_attempt(id, answered) {
+                error!("recording the attempt's result: {e:#}");
+            }
         }
         self.maybe_draining(&st);
     }

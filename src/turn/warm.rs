@@ -15,7 +15,7 @@ use crate::warm::client::{Keeper, Lent};
 use crate::warm::protocol::{Request, Start};
 use crate::warm::render::Render;
 use crate::warm::{self, fingerprint};
-use crate::{debug, env, sessions};
+use crate::{debug, env, error, sessions};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -103,6 +103,18 @@ impl Warm {
         })
     }
 
+    /// Take back what a live process killed mid-turn wrote to `session`.
+    fn undo_turn(&self, session: &str, size_before: Option<u64>) {
+        let Some(file) = sessions::find(&self.config_dir, session) else {
+            return;
+        };
+        match sessions::undo_turn(&file, size_before) {
+            Ok(true) => debug!("warm: took back the killed turn's records of {session}"),
+            Ok(false) => {}
+            Err(e) => error!("taking back the killed turn's records of {session}: {e}"),
+        }
+    }
+
     fn file_size(&self, session: &str) -> Option<u64> {
         let f = sessions::find(&self.config_dir, session)?;
         std::fs::metadata(f).ok().map(|m| m.len())
@@ -145,6 +157,7 @@ impl Warm {
         // A resume in a new process is not proven until its init event.
         let held = lent.fresh && matches!(plan, Plan::Resume { .. });
         let (hold, _gate) = tee::Hold::new(held);
+        let size_before = self.file_size(plan.target_session());
         ctx.child.set(lent.pid);
         let relayed = relay(
             ctx,
@@ -157,8 +170,8 @@ impl Warm {
         ctx.child.clear(lent.pid);
         let healthy = relayed.exit.is_some() && !relayed.signalled;
         // Ended mid-turn after output reached the caller: end as it did.
-        let died = match (relayed.exit, relayed.signalled, relayed.wrote > 0) {
-            (None, false, true) => self.keeper.as_mut().and_then(Keeper::ended),
+        let died = match (relayed.exit, relayed.signalled) {
+            (None, false) => self.keeper.as_mut().and_then(Keeper::ended),
             _ => None,
         };
         let head = relayed
@@ -182,8 +195,12 @@ impl Warm {
             (_, Some(sig)) => Exit::Code(cold_exit_on(sig)),
             (Some(code), None) => Exit::Code(code),
             (None, None) if relayed.wrote == 0 || !tee::released(&hold) => {
-                // Nothing reached the caller: never worse than cold.
+                // Nothing reached the caller: never worse than cold, which
+                // must find the session as it was (once the process is gone).
                 debug!("warm: the live process ended before its result; running cold");
+                if died.is_some() {
+                    self.undo_turn(plan.target_session(), size_before);
+                }
                 return None;
             }
             (None, None) => died.unwrap_or(Exit::Code(1)),
@@ -201,6 +218,11 @@ fn cold_exit_on(sig: nix::sys::signal::Signal) -> i32 {
         other => 128 + other as i32,
     }
 }
+
+/// How long a new live CLI may take to say anything about its first
+/// message (the CLI prints its init event before it calls the API; a cold
+/// start takes 0.4–2 s).
+const START_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
 
 struct Relayed {
     /// The turn's exit status, from its result.
@@ -244,7 +266,19 @@ fn relay(
     let mut partial: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     let mut stopped_at: Option<std::time::Instant> = None;
+    let started = std::time::Instant::now();
+    let mut spoke = false;
     'turn: loop {
+        // A new process that never answers a stream-json message (not a CLI
+        // that speaks it) must not hang the turn: it goes, the turn runs cold.
+        if lent.fresh && !spoke && started.elapsed() > START_PATIENCE {
+            debug!("warm: the new live CLI said nothing in {START_PATIENCE:?}; ending it");
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(lent.pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            break;
+        }
         if ctx.child.signalled() && !out.signalled {
             // The caller stopped the turn: a cold CLI prints nothing more.
             out.signalled = true;
@@ -283,6 +317,7 @@ fn relay(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        spoke = true;
         partial.extend_from_slice(&buf[..n]);
         while let Some(nl) = memchr::memchr(b'\n', &partial) {
             let line: Vec<u8> = partial.drain(..=nl).collect();
@@ -370,7 +405,7 @@ impl Launch for Warm {
                 ..
             } => false,
             Plan::Fresh { .. } | Plan::Resume { .. } => true,
-            Plan::Caller { .. } | Plan::AsIs { .. } => false,
+            Plan::Caller { .. } | Plan::AsIs { .. } | Plan::Continue { .. } => false,
         };
         // A transcript that may be refused as too long is held past that
         // point: a cold run's hold does that.
@@ -396,7 +431,10 @@ impl Launch for Warm {
                 None
             },
             key: self.key.clone(),
-            file_size: None,
+            file_size: match in_place {
+                true => self.file_size(plan.target_session()),
+                false => None,
+            },
             start: Some(Start {
                 program: ctx.real.to_string_lossy().into_owned(),
                 args,

@@ -37,6 +37,12 @@ impl Reason {
                 "caller-resume",
                 "kept the caller's --resume and sent only what that session does not hold",
             ),
+            Plan::Continue { continues, .. } => Reason::new(
+                "continued",
+                format!(
+                    "continued an interrupted attempt: the session the killed run was writing finished the turn (continue {continues} in a row)"
+                ),
+            ),
             Plan::Fresh { why, .. } | Plan::AsIs { why } => Reason::from_why(why),
         }
     }

@@ -120,6 +120,7 @@ pub fn serve(cfg: Config) -> Result<()> {
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).context("binding the keeper's socket")?;
     listener.set_nonblocking(true)?;
+    let ours = socket_identity(&path);
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         let action = nix::sys::signal::SigAction::new(
@@ -135,7 +136,12 @@ pub fn serve(cfg: Config) -> Result<()> {
         );
     }
     let mut k = Keeper {
-        store: Store::open_in(&cfg.dir).ok(),
+        // The store the turns use (a fleet's leases and heads are shared).
+        store: Store::open_configured(
+            &cfg.dir,
+            crate::store::postgres::Patience::Each(Duration::from_secs(2)),
+        )
+        .ok(),
         cfg,
         entries: HashMap::new(),
         conns: HashMap::new(),
@@ -144,7 +150,11 @@ pub fn serve(cfg: Config) -> Result<()> {
         draining: false,
     };
     loop {
-        if TERMINATED.load(std::sync::atomic::Ordering::SeqCst) && !k.draining {
+        // Told to stop, or orphaned: our socket was removed or replaced (the
+        // data dir deleted, another keeper after a lock mix-up) so no shim
+        // can reach us again.
+        let orphaned = || socket_identity(&path) != ours;
+        if !k.draining && (TERMINATED.load(std::sync::atomic::Ordering::SeqCst) || orphaned()) {
             k.drain();
         }
         k.tick(&listener)?;
@@ -153,8 +163,28 @@ pub fn serve(cfg: Config) -> Result<()> {
             break;
         }
     }
-    let _ = std::fs::remove_file(&path);
+    if socket_identity(&path) == ours {
+        let _ = std::fs::remove_file(&path);
+    }
     Ok(())
+}
+
+/// The session file is as the live process left it, or longer: it may write
+/// its last records of a turn after the result reached us. Shorter (truncated,
+/// replaced) means someone else wrote it.
+fn grown(was: Option<u64>, now: Option<u64>) -> bool {
+    match (was, now) {
+        (Some(was), Some(now)) => now >= was,
+        (was, now) => was == now,
+    }
+}
+
+/// Device and inode of the socket file, to tell ours from a replacement.
+fn socket_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
 }
 
 impl Keeper {
@@ -432,14 +462,19 @@ impl Keeper {
             }
             Some((e, State::Idle)) => {
                 let entry = &self.entries[&e];
-                if entry.key == key && entry.head == head && entry.file_size == file_size {
+                if entry.key == key && entry.head == head && grown(entry.file_size, file_size) {
                     return self.lend(conn, e, false);
                 }
                 crate::debug!(
-                    "keeper: {} cannot serve (key {}, head {})",
+                    "keeper: {} cannot serve (key {}, head {}, file {})",
                     session,
                     if entry.key == key { "same" } else { "changed" },
-                    if entry.head == head { "same" } else { "moved" }
+                    if entry.head == head { "same" } else { "moved" },
+                    if grown(entry.file_size, file_size) {
+                        "as left"
+                    } else {
+                        "rewritten"
+                    }
                 );
                 // Something changed since it started (environment, files,
                 // flags) or someone else wrote the session: it cannot

@@ -446,17 +446,45 @@ fn live_cli_killed_between_turns_or_mid_turn_the_turn_is_answered() {
     }
     let out = w.turn(Format::Text, "message 3");
     w.assert_answered(&out, 3);
-    // Mid-turn, before any output (text prints at the end): it reruns cold.
-    w.server.set_latency(Duration::from_millis(1500));
+    // Lent before the keeper saw it die, the turn reran cold and left no live
+    // CLI: the next turn starts one.
+    let mut k = 3;
+    if w.live_pids().is_empty() {
+        k += 1;
+        let out = w.turn(Format::Text, &format!("message {k}"));
+        w.assert_answered(&out, k);
+    }
     let live = w.live_pids();
-    let child = w.turn_in_background("message 4");
-    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(live.len(), 1, "{:?}", w.runs());
+    // Mid-turn, before any output (text prints at the end): it reruns cold,
+    // and the model sees the message once (what the killed process wrote to
+    // the session is taken back, not repaired by the CLI into a second copy).
+    k += 1;
+    let msg = format!("message {k}");
+    w.server.set_latency(Duration::from_millis(1500));
+    let child = w.turn_in_background(&msg);
+    eventually(Duration::from_secs(30), "the turn's request", || {
+        w.server
+            .requests()
+            .iter()
+            .any(|r| r.last_user_text().is_some_and(|t| t.contains(&msg)))
+            .then_some(())
+    });
     for pid in live {
         kill9(pid);
     }
     let out = child.wait_with_output().map(Ran::from).unwrap();
     w.server.set_latency(Duration::ZERO);
-    w.assert_answered(&out, 4);
+    w.assert_answered(&out, k);
+    let last = w.server.last_main().unwrap();
+    assert!(
+        !last
+            .assistant_texts()
+            .iter()
+            .any(|t| t.contains("No response requested")),
+        "{:?}",
+        last.assistant_texts()
+    );
     assert_eq!(w.last_engine(), "cold", "{:?}", w.runs());
     finish(&w);
 }
@@ -579,4 +607,19 @@ fn a_changed_environment_starts_a_new_live_cli() {
     w.assert_answered(&out, 4);
     assert_eq!(w.last_engine(), "live");
     finish(&w);
+}
+
+#[test]
+fn a_keeper_whose_data_dir_is_removed_ends_with_its_live_clis() {
+    // A test's temp dir removed, a user's `rm -rf` of the data dir: no shim can
+    // reach the keeper again, so it ends itself and what it holds.
+    let w = warmed();
+    let (keeper, live) = (w.keeper_pid(), w.live_pids());
+    assert!(!live.is_empty());
+    std::fs::remove_dir_all(&w.sb.shim_home).unwrap();
+    eventually(
+        Duration::from_secs(15),
+        "the keeper and its live CLIs to end",
+        || (gone(keeper) && live.iter().all(|p| gone(*p))).then_some(()),
+    );
 }

@@ -298,6 +298,25 @@ fn data_dir_missing_or_uncreatable() {
     assert_same_masked(&s, &d);
 }
 
+// ---- the real binary ----------------------------------------------------------------
+
+/// A CLI that never answers a message on stream-json input while the input
+/// stays open (`FAKE_STREAM_TO_EOF`) is given a warm turn: the new live process
+/// says nothing, goes after the shim's patience (20 s), and the turn runs cold,
+/// answered as without the shim.
+#[test]
+fn a_cli_that_never_answers_a_live_turn_gets_a_cold_one() {
+    let w = Sandbox::new();
+    let c = primed(&w, Client::Wrapper);
+    third_turn_is_unharmed(&w, &c, |cmd| {
+        cmd.env("CLAUDE_SHIM_WARM", "1")
+            .env("FAKE_STREAM_TO_EOF", "1");
+    });
+    let last = runs(&w).pop().expect("a run");
+    assert_eq!(last.engine, "cold", "{}", context(&w));
+    assert_eq!(last.kind, "resumed", "{}", context(&w));
+}
+
 // ---- session files -----------------------------------------------------------------
 
 /// The session file vanishes after the shim decided to resume it and before

@@ -2,7 +2,8 @@
 //! (`tests/fixtures/fake-claude`), one binary of modules. Only
 //! `faults::real` and `load::storm_real_cli` also drive the real Claude Code
 //! CLI, for the faults only it can tell; the end-to-end suites are
-//! `tests/e2e`.
+//! `tests/e2e`. `fleet_store` runs the shared store against a real PostgreSQL
+//! server it starts on loopback.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -10,6 +11,7 @@ mod support;
 mod cli;
 mod dialect_props;
 mod faults;
+mod fleet_store;
 mod hostile;
 mod load;
 mod panic;

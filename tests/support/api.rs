@@ -358,6 +358,24 @@ fn block_bytes(tag: &[u8], block: &Value) -> (Vec<u8>, bool) {
 }
 
 type ReplyFn = dyn Fn(&LoggedRequest) -> String + Send + Sync;
+type DelayFn = dyn Fn(&LoggedRequest) -> Duration + Send + Sync;
+
+/// A reply text `TOOL_USE {"name": …, "input": {…}}` is answered as that
+/// tool call (`stop_reason: tool_use`) instead of text.
+pub const TOOL_USE: &str = "TOOL_USE ";
+
+/// The reply to send for a reply text: a tool call or text.
+fn reply_block(text: &str, index: usize) -> (Value, &'static str) {
+    if let Some(call) = text
+        .strip_prefix(TOOL_USE)
+        .and_then(|j| serde_json::from_str::<Value>(j).ok())
+    {
+        let block = json!({"type": "tool_use", "id": format!("toolu_shimtest_{index:06}"),
+                           "name": call["name"], "input": call["input"]});
+        return (block, "tool_use");
+    }
+    (text_block(text), "end_turn")
+}
 /// An error answer for a request: HTTP status and the error body's message.
 type ErrorFn = dyn Fn(&LoggedRequest) -> Option<(u16, String)> + Send + Sync;
 
@@ -370,6 +388,7 @@ struct State {
     error: Option<Arc<ErrorFn>>,
     reply_size: Option<usize>,
     latency: Duration,
+    delay: Option<Arc<DelayFn>>,
 }
 
 struct Shared {
@@ -406,6 +425,7 @@ impl ApiServer {
                 error: None,
                 reply_size: None,
                 latency: Duration::ZERO,
+                delay: None,
             }),
             stop: AtomicBool::new(false),
         });
@@ -530,6 +550,20 @@ impl ApiServer {
     /// Wait this long before answering each `/v1/messages` request.
     pub fn set_latency(&self, latency: Duration) {
         self.shared.lock().latency = latency;
+    }
+
+    /// Wait as long as `f` says before answering a request (after it is
+    /// logged): a stalled API for the requests it picks.
+    pub fn set_delay<F>(&self, f: F)
+    where
+        F: Fn(&LoggedRequest) -> Duration + Send + Sync + 'static,
+    {
+        self.shared.lock().delay = Some(Arc::new(f));
+    }
+
+    /// No per-request delay.
+    pub fn clear_delay(&self) {
+        self.shared.lock().delay = None;
     }
 
     /// Usage summed over the conversation turns.
@@ -761,7 +795,7 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
     };
 
     // Account, number and log under the lock, so concurrent requests get distinct numbers.
-    let (mut logged, reply_fn, error_fn, reply_size, latency) = {
+    let (mut logged, reply_fn, error_fn, reply_size, latency, delay_fn) = {
         let mut st = shared.lock();
         let usage = if is_count {
             // Counting tokens writes nothing to the cache.
@@ -800,6 +834,7 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
             st.error.clone(),
             st.reply_size,
             st.latency,
+            st.delay.clone(),
         )
     };
 
@@ -839,6 +874,10 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
     if !latency.is_zero() {
         thread::sleep(latency);
     }
+    if let Some(f) = &delay_fn {
+        thread::sleep(f(&logged));
+    }
+    let (block, stop_reason) = reply_block(&text, logged.index);
 
     let model = body.get("model").cloned().unwrap_or(Value::Null);
     let id = format!("msg_shimtest_{:06}", logged.index);
@@ -852,8 +891,8 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
         usage["output_tokens"] = json!(logged.output_tokens);
         let out = json!({
             "id": id, "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn", "stop_sequence": null,
+            "content": [block],
+            "stop_reason": stop_reason, "stop_sequence": null,
             "usage": usage,
         });
         return write_response(w, "200 OK", "application/json", out.to_string().as_bytes());
@@ -872,12 +911,20 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
         (
             "content_block_start",
             json!({"type": "content_block_start", "index": 0,
-                   "content_block": {"type": "text", "text": ""}}),
+            "content_block": match stop_reason {
+                "tool_use" => json!({"type": "tool_use", "id": block["id"],
+                                     "name": block["name"], "input": {}}),
+                _ => json!({"type": "text", "text": ""}),
+            }}),
         ),
         (
             "content_block_delta",
             json!({"type": "content_block_delta", "index": 0,
-                   "delta": {"type": "text_delta", "text": text}}),
+            "delta": match stop_reason {
+                "tool_use" => json!({"type": "input_json_delta",
+                                     "partial_json": block["input"].to_string()}),
+                _ => json!({"type": "text_delta", "text": text}),
+            }}),
         ),
         (
             "content_block_stop",
@@ -886,7 +933,7 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
         (
             "message_delta",
             json!({"type": "message_delta",
-                   "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                   "delta": {"stop_reason": stop_reason, "stop_sequence": null},
                    "usage": {"output_tokens": logged.output_tokens}}),
         ),
         ("message_stop", json!({"type": "message_stop"})),

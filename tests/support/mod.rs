@@ -11,6 +11,7 @@ pub mod api;
 pub mod cli;
 pub mod clients;
 pub mod mask;
+pub mod postgres;
 pub mod process;
 pub mod sandbox;
 pub mod sdk;

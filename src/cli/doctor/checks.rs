@@ -35,10 +35,6 @@ fn check(name: &'static str, level: Level, detail: String, fix: Option<&str>) ->
     }
 }
 
-const RC_FIX: &str =
-    "put the shim directory first on PATH: add `eval \"$(claude-shim init bash)\"` \
-     to ~/.bashrc (zsh: ~/.zshrc; fish: `claude-shim init fish | source` in config.fish), \
-     then open a new shell";
 const REAL_FIX: &str = "install Claude Code (npm install -g @anthropic-ai/claude-code), \
      or set CLAUDE_SHIM_REAL to the real claude binary";
 const DB_FIX: &str =
@@ -54,48 +50,20 @@ pub fn judge(f: &Facts) -> Vec<Check> {
     out
 }
 
+/// Whether this shell reaches the shim (see `activation`): a failure when
+/// it does not, as nothing the shim does then happens.
 fn path_check(f: &Facts) -> Check {
-    let name = "claude on PATH";
-    let installed = matches!(f.link.as_str(), "current" | "stale");
-    let shim = f.shim_dir.join("claude");
-    match &f.path_claude {
-        Some(p) if f.path_claude_is_shim => check(
-            name,
-            Level::Ok,
-            format!("{} is the shim", p.display()),
-            None,
-        ),
-        Some(p) if installed => check(
-            name,
-            Level::Fail,
-            format!(
-                "{} comes first on PATH, not the shim ({})",
-                p.display(),
-                shim.display()
-            ),
-            Some(RC_FIX),
-        ),
-        Some(p) => check(
-            name,
-            Level::Warn,
-            format!(
-                "{} is not the shim (fine if you use alias mode)",
-                p.display()
-            ),
-            Some("`claude-shim install` puts the shim in front for scripts and IDEs too"),
-        ),
-        None if installed => check(
-            name,
-            Level::Fail,
-            "no `claude` on PATH: the shim directory is not on it".into(),
-            Some(RC_FIX),
-        ),
-        None => check(
-            name,
-            Level::Warn,
-            "no `claude` on PATH".into(),
-            Some("install Claude Code, then run `claude-shim install`"),
-        ),
+    let a = super::activation::judge(f);
+    let level = if a.how.is_some() {
+        Level::Ok
+    } else {
+        Level::Fail
+    };
+    Check {
+        name: "claude on PATH",
+        level,
+        detail: a.detail,
+        fix: a.fix,
     }
 }
 
@@ -471,13 +439,13 @@ mod tests {
                 "claude on PATH",
             ),
             (
-                "alias mode: not installed, real first",
+                "nothing set up: not installed, real first, no alias",
                 |f| {
                     f.link = "missing".into();
                     f.path_claude = Some("/usr/bin/claude".into());
                     f.path_claude_is_shim = false;
                 },
-                Level::Warn,
+                Level::Fail,
                 "claude on PATH",
             ),
             (
@@ -587,6 +555,19 @@ mod tests {
                 .all(|c| c.fix.is_some());
             assert!(fails_have_fixes, "{what}: every problem names a fix");
         }
+    }
+
+    #[test]
+    fn alias_mode_is_a_working_set_up() {
+        let mut f = good();
+        f.link = "missing".into();
+        f.path_claude = Some("/usr/bin/claude".into());
+        f.path_claude_is_shim = false;
+        f.mode = Some("alias".into());
+        f.claude_shim_on_path = Some("/c/claude-shim".into());
+        assert_eq!(worst(&f).0, Level::Info, "{:?}", judge(&f));
+        let path = judge(&f).into_iter().find(|c| c.name == "claude on PATH");
+        assert!(path.is_some_and(|c| c.detail.starts_with("alias mode")));
     }
 
     #[test]

@@ -94,12 +94,18 @@ fn shim_behind_the_real_claude_fails_once_installed() {
     assert!(path.contains("not the shim"), "{out}");
     assert!(out.contains("init bash"), "{out}");
 
-    // Not installed (alias mode): only a warning.
+    // Not installed and no alias: nothing is set up, which fails.
     let s = Sandbox::first_use();
     let o = run(doctor(&s, &[&s.real_bin], &[]), Input::Null);
     let out = o.out();
-    assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(line(&out, "claude on PATH").starts_with("warn"), "{out}");
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(line(&out, "claude on PATH").starts_with("FAIL"), "{out}");
+    assert!(out.contains("claude-shim install"), "{out}");
+    // Alias mode (the init script marks it) with claude-shim on PATH passes.
+    let mut alias = doctor(&s, &[&s.tools, &s.real_bin], &[]);
+    alias.env("CLAUDE_SHIM_MODE", "alias");
+    let out = ok(alias);
+    assert!(line(&out, "claude on PATH").contains("alias mode"), "{out}");
 }
 
 #[test]

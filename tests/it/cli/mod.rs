@@ -2,9 +2,15 @@
 //! sandbox; the shells they print for must be installed (a missing shell
 //! fails, it never skips).
 
+mod complete;
 mod completions;
 mod doctor;
 mod init;
 mod install;
+mod log;
 mod pins;
+mod pipe;
 mod stats;
+mod stats_costs;
+mod status;
+mod uninstall;

@@ -1,0 +1,338 @@
+//! What a shared PostgreSQL store adds to a managed turn, against the embedded SQLite
+//! store, side by side in one run. Prints figures; asserts nothing.
+//!
+//! Four ways of running the same 10-turn conversations (`Human:`/`Assistant:`
+//! transcripts on stdin, text output, ~300 B questions, ~1.5 KB replies), interleaved
+//! conversation by conversation:
+//!
+//! - `direct`: the fake CLI alone (the caller without the shim);
+//! - `sqlite`: through the shim, the SQLite store (one host);
+//! - `pg, one host`: through the shim, a PostgreSQL store on loopback, every turn on
+//!   one host (each turn uploads what it added to the session file);
+//! - `pg, two hosts`: the same store, turns alternating between two hosts (two HOMEs
+//!   and shim data dirs, one cwd): each turn also brings the session file's missing
+//!   part here from the store before it resumes.
+//!
+//! The CLI is a fast fake (this bench binary, started with `FLEET_FAKE` set) that
+//! appends a user and an assistant record to the session file as the real CLI does and
+//! prints the reply: the real CLI's ~450 ms per cold turn would bury differences of a
+//! few milliseconds in its own variance. PostgreSQL is a real server (Debian's
+//! `postgresql` package), started on loopback by the bench and stopped at the end.
+//!
+//! Run: `cargo bench --bench fleet` (`BENCH_CONVS`, default 20 conversations a way).
+
+#[allow(dead_code)]
+#[path = "../tests/support/postgres.rs"]
+mod postgres;
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FAKE_ENV: &str = "FLEET_FAKE";
+const REPLY_BYTES: usize = 1500;
+const TURNS: usize = 10;
+
+fn shim_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_claude-shim"))
+}
+
+fn flag_value(args: &[String], flag: &str) -> Option<String> {
+    let eq = format!("{flag}=");
+    args.iter().enumerate().find_map(|(i, a)| {
+        if a == flag {
+            args.get(i + 1).cloned()
+        } else {
+            a.strip_prefix(&eq).map(str::to_owned)
+        }
+    })
+}
+
+fn slug(cwd: &str) -> String {
+    cwd.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// The fake CLI: answers the probe; otherwise appends the turn to the session file
+/// (`--resume S`, `--session-id S`, a fork copying its parent) and prints the reply.
+fn fake_main() -> ! {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut out = std::io::stdout().lock();
+    if args.len() == 1 && (args[0] == "--version" || args[0] == "--help") {
+        let text = if args[0] == "--version" {
+            "2.1.330 (Claude Code)\n"
+        } else {
+            "Usage: claude [options] [command] [prompt]\n  -r, --resume [value]  --fork-session  \
+             --session-id <uuid>  --resume-session-at <id>  --output-format <format>\n"
+        };
+        let _ = out.write_all(text.as_bytes());
+        std::process::exit(0);
+    }
+    let mut prompt = String::new();
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let _ = stdin.lock().read_to_string(&mut prompt);
+    }
+    let resume = flag_value(&args, "--resume");
+    let new = flag_value(&args, "--session-id");
+    let session = if args.iter().any(|a| a == "--fork-session") {
+        new.clone()
+    } else {
+        resume.clone().or(new.clone())
+    }
+    .unwrap_or_else(|| "d1000000-0000-4000-8000-000000000001".into());
+    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".claude"));
+    let cwd = std::env::current_dir().unwrap();
+    let dir = config.join("projects").join(slug(&cwd.to_string_lossy()));
+    let _ = std::fs::create_dir_all(&dir);
+    let file = dir.join(format!("{session}.jsonl"));
+    if let (Some(parent), true) = (&resume, Some(&session) != resume.as_ref()) {
+        let _ = std::fs::copy(dir.join(format!("{parent}.jsonl")), &file);
+    }
+    let last = prompt
+        .rsplit("Human: ")
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let mut reply = format!(
+        "fake reply to {}:",
+        last.chars().take(24).collect::<String>()
+    );
+    while reply.len() < REPLY_BYTES {
+        reply.push_str(" lorem ipsum dolor sit amet");
+    }
+    let user = uuid::Uuid::new_v4().to_string();
+    let assistant = uuid::Uuid::new_v4().to_string();
+    let records = format!(
+        "{}\n{}\n",
+        serde_json::json!({"type": "user", "uuid": user, "sessionId": session,
+            "message": {"role": "user", "content": prompt}}),
+        serde_json::json!({"type": "assistant", "uuid": assistant, "parentUuid": user,
+            "sessionId": session, "message": {"id": format!("msg_{assistant}"),
+            "model": "fake", "role": "assistant",
+            "content": [{"type": "text", "text": reply}],
+            "usage": {"input_tokens": 3, "output_tokens": 375}}}),
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .unwrap();
+    let _ = f.write_all(records.as_bytes());
+    let _ = writeln!(out, "{reply}");
+    std::process::exit(0)
+}
+
+/// One host: its HOME (Claude config dir) and shim data dir.
+struct Host {
+    home: PathBuf,
+    shim_home: PathBuf,
+}
+
+struct World {
+    _dir: tempfile::TempDir,
+    cwd: PathBuf,
+    fake: PathBuf,
+    sqlite: Host,
+    pg: [Host; 2],
+    url: String,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    Direct,
+    Sqlite,
+    PgOneHost,
+    PgTwoHosts,
+}
+
+const WAYS: [(Way, &str); 4] = [
+    (Way::Direct, "direct (the fake CLI alone)"),
+    (Way::Sqlite, "shim, SQLite store"),
+    (Way::PgOneHost, "shim, PostgreSQL store, one host"),
+    (Way::PgTwoHosts, "shim, PostgreSQL store, hosts alternating"),
+];
+
+impl World {
+    fn host(root: &Path, name: &str) -> Host {
+        let home = root.join(name).join("home");
+        let shim_home = root.join(name).join("shim-home");
+        std::fs::create_dir_all(&home).unwrap();
+        Host { home, shim_home }
+    }
+
+    fn command(&self, way: Way, turn: usize) -> Command {
+        let host = match way {
+            Way::Direct | Way::Sqlite => &self.sqlite,
+            Way::PgOneHost => &self.pg[0],
+            Way::PgTwoHosts => &self.pg[turn % 2],
+        };
+        let mut cmd = match way {
+            Way::Direct => Command::new(&self.fake),
+            _ => {
+                let mut c = Command::new(shim_exe());
+                c.args(["run", "--"]);
+                c
+            }
+        };
+        cmd.arg("-p")
+            .current_dir(&self.cwd)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &host.home)
+            .env("LANG", "C.UTF-8")
+            .env("CLAUDE_SHIM_REAL", &self.fake)
+            .env("CLAUDE_SHIM_HOME", &host.shim_home)
+            .env("CLAUDE_SHIM_WARM", "0")
+            .env(FAKE_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if matches!(way, Way::PgOneHost | Way::PgTwoHosts) {
+            cmd.env("CLAUDE_SHIM_STORE", &self.url);
+        }
+        cmd
+    }
+
+    /// One turn: (wall time, reply).
+    fn turn(&self, way: Way, turn: usize, prompt: &str) -> (Duration, String) {
+        let start = Instant::now();
+        let mut child = self.command(way, turn).spawn().expect("spawn");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(prompt.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().expect("wait");
+        let took = start.elapsed();
+        assert!(out.status.success(), "a turn failed");
+        (
+            took,
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    }
+}
+
+fn question(conv: usize, k: usize) -> String {
+    let mut q = format!("conversation {conv} question {k}:");
+    while q.len() < 300 {
+        q.push_str(" what about the next part");
+    }
+    q
+}
+
+fn transcript(history: &[(String, String)], cur: &str) -> String {
+    let mut parts = Vec::new();
+    for (u, a) in history {
+        parts.push(format!("Human: {u}"));
+        parts.push(format!("Assistant: {a}"));
+    }
+    parts.push(format!("Human: {cur}"));
+    parts.join("\n\n")
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[v.len() / 2]
+}
+
+fn main() {
+    if std::env::var_os(FAKE_ENV).is_some() {
+        fake_main();
+    }
+    if std::env::args().any(|a| a == "--list" || a == "--test") {
+        return;
+    }
+    let convs: usize = std::env::var("BENCH_CONVS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let mut pg = postgres::PgServer::start();
+    let url = pg.create_db("fleet_bench");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let cwd = root.join("work");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let w = World {
+        fake: std::env::current_exe().unwrap(),
+        sqlite: World::host(&root, "sqlite"),
+        pg: [World::host(&root, "a"), World::host(&root, "b")],
+        cwd,
+        url,
+        _dir: dir,
+    };
+    // [way][turn index] → seconds.
+    let mut times: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); TURNS]; WAYS.len()];
+    for conv in 0..convs {
+        for (i, (way, _)) in WAYS.iter().enumerate() {
+            // Each way its own conversation (so no way resumes another's).
+            let mut history: Vec<(String, String)> = Vec::new();
+            for (k, per_turn) in times[i].iter_mut().enumerate() {
+                let q = question(conv * 10 + i, k);
+                let (took, reply) = w.turn(*way, k, &transcript(&history, &q));
+                per_turn.push(took.as_secs_f64() * 1e3);
+                history.push((q, reply));
+            }
+        }
+    }
+    let kinds = |way: Way| -> String {
+        let store = match way {
+            Way::Sqlite => claude_shim::store::Store::open_in(&w.sqlite.shim_home),
+            _ => claude_shim::store::Store::open_shared(
+                &w.url,
+                claude_shim::store::postgres::Patience::Each(Duration::from_secs(10)),
+            ),
+        };
+        store
+            .and_then(|s| s.run_counts())
+            .map(|c| {
+                c.iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_else(|e| format!("{e:#}"))
+    };
+    println!("fleet: {convs} conversations of {TURNS} turns a way, interleaved; medians in ms\n");
+    println!(
+        "{:<44} {:>10} {:>14} {:>16}",
+        "way", "turn 1", "turns 2-10", "added, 2-10"
+    );
+    let first = |i: usize| median(&mut times[i][0].clone());
+    let rest = |i: usize| {
+        let mut all: Vec<f64> = times[i][1..].iter().flatten().copied().collect();
+        median(&mut all)
+    };
+    let direct = rest(0);
+    for (i, (_, name)) in WAYS.iter().enumerate() {
+        let added = if i == 0 {
+            "-".to_string()
+        } else {
+            format!("{:+.1}", rest(i) - direct)
+        };
+        println!(
+            "{name:<44} {:>10.1} {:>14.1} {:>16}",
+            first(i),
+            rest(i),
+            added
+        );
+    }
+    println!(
+        "\nPostgreSQL against SQLite, per resumed turn: {:+.1} ms on one host, {:+.1} ms when \
+         the turn changes hosts (brings the session file here)",
+        rest(2) - rest(1),
+        rest(3) - rest(1)
+    );
+    println!("runs, sqlite: {}", kinds(Way::Sqlite));
+    println!("runs, postgres (both pg ways): {}", kinds(Way::PgOneHost));
+    pg.stop();
+}

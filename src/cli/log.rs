@@ -1,0 +1,423 @@
+//! `log`: the recent managed turns, newest first, one row each: when, how it
+//! ran and why, which session, what the shim stripped, tokens and cost. The
+//! reason sentence sits on the line below its row, wrapped to the terminal.
+
+use super::{duration, human, style, style::Style, Run};
+use crate::store::report::{LogRow, Tokens};
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Recent managed turns, newest first: kind, why, session, bytes, tokens, cost.
+#[derive(Args)]
+pub struct Log {
+    /// Only turns this recent: 30m, 24h, 7d… [default: all the runs log holds]
+    #[arg(long, value_name = "SPAN", value_parser = duration::parse)]
+    pub since: Option<Duration>,
+    /// Only turns run in this directory (the current one if no DIR is given).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, default_missing_value = ".")]
+    pub cwd: Option<PathBuf>,
+    /// At most this many turns (0: all).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Json<'a> {
+    since: Option<i64>,
+    cwd: Option<&'a str>,
+    limit: Option<usize>,
+    turns: Vec<Turn<'a>>,
+}
+
+#[derive(Serialize)]
+struct Turn<'a> {
+    at: i64,
+    /// Local time, `YYYY-MM-DD HH:MM`.
+    time: &'a str,
+    cwd: &'a str,
+    kind: &'a str,
+    why_code: Option<&'a str>,
+    why: Option<&'a str>,
+    session: Option<&'a str>,
+    conv_key: Option<&'a str>,
+    exit: Option<i64>,
+    bytes_in: i64,
+    bytes_sent: i64,
+    /// Null when unknown, never zeros.
+    tokens: Option<JsonTokens>,
+    usage_from: Option<&'a str>,
+    /// `cold` | `warm` | `live` | `handshake`: how the CLI ran.
+    engine: Option<&'a str>,
+    /// The turn's own cost; null when unknown.
+    cost_usd: Option<f64>,
+    /// The session's running total as the CLI reported it.
+    total_cost_usd: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct JsonTokens {
+    input: i64,
+    cache_write: i64,
+    cache_read: i64,
+    output: i64,
+}
+
+fn json_turn(r: &LogRow) -> Turn<'_> {
+    Turn {
+        at: r.at,
+        time: &r.local,
+        cwd: &r.cwd,
+        kind: &r.kind,
+        why_code: r.why_code.as_deref(),
+        why: r.why.as_deref(),
+        session: r.session.as_deref(),
+        conv_key: r.conv_key.as_deref(),
+        exit: r.exit,
+        bytes_in: r.bytes_in,
+        bytes_sent: r.bytes_sent,
+        tokens: r.tokens.map(|t| JsonTokens {
+            input: t.input,
+            cache_write: t.cache_write,
+            cache_read: t.cache_read,
+            output: t.output,
+        }),
+        usage_from: r.usage_from.as_deref(),
+        engine: r.engine.as_deref(),
+        cost_usd: r.cost_usd,
+        total_cost_usd: r.total_cost_usd,
+    }
+}
+
+impl Run for Log {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        let now = crate::store::now();
+        let since = self.since.map(|s| duration::before(now, s));
+        let cwd = self.cwd.as_deref().map(super::canonical_dir);
+        let limit = (self.limit > 0).then_some(self.limit);
+        let (rows, today) = match super::existing_store()? {
+            Some(store) => (
+                store.recent_runs(since.unwrap_or(0), cwd.as_deref(), limit)?,
+                store.local_day(now)?,
+            ),
+            None => (Vec::new(), String::new()),
+        };
+        if self.json {
+            let json = Json {
+                since,
+                cwd: cwd.as_deref(),
+                limit,
+                turns: rows.iter().map(json_turn).collect(),
+            };
+            serde_json::to_writer_pretty(&mut *out, &json)?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        let view = View {
+            today: &today,
+            home: std::env::var("HOME").ok(),
+            width: style::terminal_width(),
+            style: Style::for_stdout(),
+        };
+        if rows.is_empty() {
+            let span = self.since.map_or(String::new(), |s| {
+                format!(" in the last {}", duration::exact(s.as_secs()))
+            });
+            let place = cwd.map_or(String::new(), |c| format!(" in {c}"));
+            writeln!(out, "no managed turns recorded{span}{place}")?;
+            writeln!(
+                out,
+                "(calls that pass straight through, such as `claude --version` or interactive \
+                 sessions, are not recorded; `claude-shim explain` shows how one would run)"
+            )?;
+            return Ok(());
+        }
+        render(out, &rows, &view)?;
+        if limit == Some(rows.len()) {
+            writeln!(
+                out,
+                "{}",
+                view.style.dim(&format!(
+                    "the newest {} shown; --limit 0 for all, --since/--cwd to narrow",
+                    rows.len()
+                ))
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// How to show rows: today's local date, HOME for `~`, the terminal width
+/// (None off a terminal: nothing is wrapped), colour.
+pub struct View<'a> {
+    pub today: &'a str,
+    pub home: Option<String>,
+    pub width: Option<usize>,
+    pub style: Style,
+}
+
+const CWD_MAX: usize = 28;
+const INDENT: &str = "  ";
+
+fn tokens_cell(t: Option<Tokens>) -> String {
+    match t {
+        None => "unknown".into(),
+        Some(t) => [t.input, t.cache_write, t.cache_read, t.output]
+            .map(human::count)
+            .join("/"),
+    }
+}
+
+/// A turn's own cost: more digits than `human::usd`, turns are cheap.
+fn cost_cell(c: Option<f64>) -> String {
+    match c {
+        None => "unknown".into(),
+        Some(c) if c < 1.0 => format!("${c:.4}"),
+        Some(c) => format!("${c:.2}"),
+    }
+}
+
+/// The kind, and how the CLI ran when not the usual cold start
+/// (`resumed, warm`: in a live CLI kept from the turn before).
+fn kind_cell(r: &LogRow) -> String {
+    match r.engine.as_deref() {
+        None | Some("cold") => r.kind.clone(),
+        Some(engine) => format!("{}, {engine}", r.kind),
+    }
+}
+
+fn paint_kind(s: Style, kind: &str, cell: String) -> String {
+    match kind {
+        "resumed" | "forked" => s.green(&cell),
+        "fallback" => s.yellow(&cell),
+        "unchanged" => s.dim(&cell),
+        _ => cell,
+    }
+}
+
+/// The table: a row per turn, its reason on the line below.
+pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Result<()> {
+    let header = [
+        "time",
+        "kind",
+        "session",
+        "cwd",
+        "prompt in → sent",
+        "tokens in/write/read/out",
+        "cost",
+    ];
+    let cells: Vec<[String; 7]> = rows
+        .iter()
+        .map(|r| {
+            [
+                human::when(&r.local, v.today),
+                kind_cell(r),
+                r.session
+                    .as_deref()
+                    .map_or("-".into(), |s| s.chars().take(8).collect()),
+                human::tail(&human::tilde(&r.cwd, v.home.as_deref()), CWD_MAX),
+                format!(
+                    "{} → {}",
+                    human::bytes(r.bytes_in),
+                    human::bytes(r.bytes_sent)
+                ),
+                tokens_cell(r.tokens),
+                cost_cell(r.cost_usd),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    // Left-aligned text, right-aligned numbers.
+    let right = [false, false, false, false, true, true, true];
+    let line = |cells: &[String; 7]| -> Vec<String> {
+        cells
+            .iter()
+            .zip(widths)
+            .zip(right)
+            .map(|((c, w), r)| {
+                let pad = " ".repeat(w.saturating_sub(c.chars().count()));
+                if r {
+                    format!("{pad}{c}")
+                } else {
+                    format!("{c}{pad}")
+                }
+            })
+            .collect()
+    };
+    let head = line(&header.map(String::from)).join("  ");
+    writeln!(out, "{}", v.style.bold(head.trim_end()))?;
+    let wrap_at = v.width.map(|w| w.saturating_sub(INDENT.len()).max(20));
+    for (r, c) in rows.iter().zip(&cells) {
+        let mut parts = line(c);
+        parts[1] = paint_kind(v.style, &r.kind, std::mem::take(&mut parts[1]));
+        writeln!(out, "{}", parts.join("  ").trim_end())?;
+        let why = r
+            .why
+            .as_deref()
+            .unwrap_or("(no reason recorded: an older claude-shim ran this turn)");
+        let lines = match wrap_at {
+            Some(w) => human::wrap(why, w),
+            None => vec![why.split_whitespace().collect::<Vec<_>>().join(" ")],
+        };
+        for l in lines {
+            writeln!(out, "{INDENT}{}", v.style.dim(&l))?;
+        }
+    }
+    if cells.iter().any(|c| c[5] == "unknown" || c[6] == "unknown") {
+        writeln!(
+            out,
+            "{}",
+            v.style.dim(
+                "unknown: not known for that turn (text output reports no cost; a failed \
+                 turn or a row of an older claude-shim may have no usage); never counted as 0"
+            )
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(local: &str, kind: &str, why: Option<&str>) -> LogRow {
+        LogRow {
+            at: 0,
+            local: local.into(),
+            cwd: "/home/u/proj/app".into(),
+            kind: kind.into(),
+            why_code: why.map(|_| "resumed".into()),
+            why: why.map(str::to_owned),
+            session: Some("6e8e0435-8e12-4245-aa25-f674ed4e97a7".into()),
+            bytes_in: 49_152,
+            bytes_sent: 900,
+            tokens: Some(Tokens {
+                input: 10,
+                cache_write: 800,
+                cache_read: 12_000,
+                output: 300,
+            }),
+            cost_usd: Some(0.0123),
+            ..LogRow::default()
+        }
+    }
+
+    fn view(width: Option<usize>) -> View<'static> {
+        View {
+            today: "2026-11-22",
+            home: Some("/home/u".into()),
+            width,
+            style: Style::PLAIN,
+        }
+    }
+
+    fn text(rows: &[LogRow], v: &View<'_>) -> String {
+        let mut out = Vec::new();
+        render(&mut out, rows, v).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_row_per_turn_with_its_reason_below() {
+        let why = "resumed the session in place at its head";
+        let t = text(
+            &[
+                row("2026-11-22 14:03", "resumed", Some(why)),
+                row("2026-11-20 09:30", "fresh", None),
+            ],
+            &view(None),
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("time"), "{t}");
+        assert!(lines[0].contains("tokens in/write/read/out"), "{t}");
+        let first = lines[1];
+        for part in [
+            "14:03",
+            "resumed",
+            "6e8e0435 ",
+            "~/proj/app",
+            "48.0 KiB → 900 B",
+            "10/800/12,000/300",
+            "$0.0123",
+        ] {
+            assert!(first.contains(part), "{part:?} missing: {first}");
+        }
+        assert!(
+            !first.contains("8e12"),
+            "short session in the table: {first}"
+        );
+        assert_eq!(lines[2], format!("  {why}"));
+        assert!(lines[3].starts_with("Nov 20 09:30"), "{t}");
+        assert!(lines[4].contains("no reason recorded"), "{t}");
+        assert!(!t.contains('\x1b'));
+    }
+
+    #[test]
+    fn unknown_is_shown_as_unknown_never_zero() {
+        let mut r = row("2026-11-22 14:03", "resumed", Some("why"));
+        r.tokens = None;
+        r.cost_usd = None;
+        let t = text(&[r], &view(None));
+        let line = t.lines().nth(1).unwrap();
+        assert!(line.contains("unknown"), "{line}");
+        assert!(
+            !line.contains("$0.0000") && !line.contains("0/0/0/0"),
+            "{line}"
+        );
+        assert!(t.contains("never counted as 0"), "{t}");
+    }
+
+    #[test]
+    fn reasons_wrap_to_the_terminal_and_stay_whole_off_it() {
+        let why = "this point of the conversation is not the session's latest (an earlier \
+                   turn was redone or edited), so it branched from there";
+        let rows = [row("2026-11-22 14:03", "forked", Some(why))];
+        let narrow = text(&rows, &view(Some(40)));
+        let reason: Vec<&str> = narrow.lines().skip(2).collect();
+        assert!(reason.len() > 2, "{narrow}");
+        assert!(reason.iter().all(|l| l.chars().count() <= 40), "{narrow}");
+        assert_eq!(
+            reason
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(" "),
+            why.split_whitespace().collect::<Vec<_>>().join(" "),
+            "nothing lost"
+        );
+        let piped = text(&rows, &view(None));
+        assert_eq!(piped.lines().count(), 3, "{piped}");
+    }
+
+    #[test]
+    fn a_warm_turn_says_so_beside_its_kind() {
+        let mut r = row("2026-11-22 14:03", "resumed", Some("x"));
+        r.engine = Some("warm".into());
+        let t = text(&[r], &view(None));
+        assert!(t.lines().nth(1).unwrap().contains("resumed, warm"), "{t}");
+        let mut r = row("2026-11-22 14:03", "fresh", Some("x"));
+        r.engine = Some("cold".into());
+        assert!(!text(&[r], &view(None)).contains("cold"));
+    }
+
+    #[test]
+    fn colour_marks_the_kind_on_a_terminal() {
+        let v = View {
+            style: Style { color: true },
+            ..view(Some(100))
+        };
+        let t = text(&[row("2026-11-22 14:03", "resumed", Some("x"))], &v);
+        assert!(t.contains("\x1b[32mresumed"), "{t:?}");
+    }
+}

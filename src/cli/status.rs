@@ -1,0 +1,296 @@
+//! `status`: one glance. Whether this shell reaches the shim and how, the
+//! real claude behind it, how many conversations are pinned, how many of
+//! this week's managed turns resumed and what that saved (an estimate),
+//! and how the last turn ran and why. `doctor` is the full check.
+
+use super::doctor::activation::{self, How};
+use super::tally::{self, Totals};
+use super::{doctor, human, style::Style, Run};
+use crate::store::report::LogRow;
+use anyhow::Result;
+use clap::Args;
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// One glance: active or not, the real claude, pins, this week's savings, the last turn.
+#[derive(Args)]
+pub struct Status {
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+    /// Shim directory, if installed with --dir [default: $CLAUDE_SHIM_HOME/bin]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+const WEEK: i64 = 7 * 86_400;
+
+/// What status shows, gathered once for both outputs.
+#[derive(Debug, Default, Serialize)]
+pub struct Glance {
+    pub version: String,
+    pub active: bool,
+    /// `path` | `alias`, or null when not active.
+    pub mode: Option<How>,
+    pub active_detail: String,
+    pub fix: Option<String>,
+    pub real: Option<PathBuf>,
+    pub real_version: Option<String>,
+    pub pinned: i64,
+    /// The last 7 days (see `stats --json` for the fields).
+    pub week: Totals,
+    pub last_turn: Option<LastTurn>,
+    /// Why the database could not be read (pins, week and last turn are
+    /// then unknown).
+    pub store_error: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct LastTurn {
+    pub at: i64,
+    /// Local time, `YYYY-MM-DD HH:MM`.
+    pub time: String,
+    /// As people read it (`14:03` today).
+    #[serde(skip)]
+    pub when: String,
+    pub kind: String,
+    pub why_code: Option<String>,
+    pub why: Option<String>,
+}
+
+fn last_turn(r: LogRow, today: &str) -> LastTurn {
+    LastTurn {
+        at: r.at,
+        when: human::when(&r.local, today),
+        time: r.local,
+        kind: r.kind,
+        why_code: r.why_code,
+        why: r.why,
+    }
+}
+
+fn gather(dir: Option<&std::path::Path>) -> Glance {
+    let facts = doctor::gather(dir);
+    let a = activation::judge(&facts);
+    let mut g = Glance {
+        version: facts.shim_version.clone(),
+        active: a.how.is_some(),
+        mode: a.how,
+        // The first line: the rest is advice doctor gives.
+        active_detail: a.detail.lines().next().unwrap_or_default().to_owned(),
+        fix: a.fix,
+        real: facts.real.clone().filter(|_| !facts.real_is_shim),
+        real_version: facts.capabilities.as_ref().map(|c| c.version.clone()),
+        ..Glance::default()
+    };
+    // A damaged database is doctor's to explain; the rest still shows.
+    if let Err(e) = from_store(&mut g) {
+        g.store_error = Some(format!("{e:#}"));
+    }
+    g
+}
+
+fn from_store(g: &mut Glance) -> Result<()> {
+    let Some(store) = super::existing_store()? else {
+        return Ok(());
+    };
+    let now = crate::store::now();
+    g.pinned = store.count_pinned()?;
+    g.week = tally::tally(&store.runs_since(now - WEEK, None)?).total;
+    let today = store.local_day(now)?;
+    g.last_turn = store
+        .recent_runs(0, None, Some(1))?
+        .into_iter()
+        .next()
+        .map(|r| last_turn(r, &today));
+    Ok(())
+}
+
+impl Run for Status {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        let g = gather(self.dir.as_deref());
+        if self.json {
+            serde_json::to_writer_pretty(&mut *out, &g)?;
+            writeln!(out)?;
+            return Ok(());
+        }
+        render(out, &g, Style::for_stdout())?;
+        Ok(())
+    }
+}
+
+fn plural(n: i64, one: &str, many: &str) -> String {
+    format!("{} {}", human::count(n), if n == 1 { one } else { many })
+}
+
+pub fn render(out: &mut dyn Write, g: &Glance, s: Style) -> std::io::Result<()> {
+    let label = |l: &str| s.bold(&format!("{l:<12}"));
+    writeln!(out, "{}", s.bold(&format!("claude-shim {}", g.version)))?;
+    // The detail names the mode: "yes, PATH mode: … is the shim".
+    let active = match g.mode {
+        Some(_) => format!("{},", s.green("yes")),
+        None => format!("{}:", s.red("no")),
+    };
+    writeln!(out, "{} {active} {}", label("active"), g.active_detail)?;
+    if let Some(fix) = &g.fix {
+        writeln!(out, "{} {} {fix}", label(""), s.bold("fix:"))?;
+    }
+    let real = match (&g.real, &g.real_version) {
+        (Some(p), Some(v)) => format!("{} ({v})", p.display()),
+        (Some(p), None) => format!("{} (version unknown)", p.display()),
+        (None, _) => s.red("not found (see `claude-shim doctor`)"),
+    };
+    writeln!(out, "{} {real}", label("real claude"))?;
+    if let Some(e) = &g.store_error {
+        writeln!(
+            out,
+            "{} {} (see `claude-shim doctor`)",
+            label("database"),
+            s.red(&format!("unreadable: {e}"))
+        )?;
+    }
+    writeln!(
+        out,
+        "{} {}",
+        label("pinned"),
+        plural(g.pinned, "conversation", "conversations")
+    )?;
+    let w = &g.week;
+    if w.turns == 0 {
+        writeln!(out, "{} no managed turns", label("this week"))?;
+    } else {
+        writeln!(
+            out,
+            "{} {} of {} resumed (resumed or forked)",
+            label("this week"),
+            human::count(w.resumed + w.forked),
+            plural(w.turns, "managed turn", "managed turns"),
+        )?;
+        writeln!(out, "{} {}", label("saved"), saved(w))?;
+    }
+    match &g.last_turn {
+        None => writeln!(out, "{} none recorded", label("last turn"))?,
+        Some(t) => {
+            let why = t.why.as_deref().unwrap_or("no reason recorded");
+            writeln!(out, "{} {} {}: {why}", label("last turn"), t.when, t.kind)?;
+        }
+    }
+    if !g.active || g.store_error.is_some() {
+        writeln!(out, "{}", s.dim("`claude-shim doctor` checks everything"))?;
+    }
+    Ok(())
+}
+
+/// This week's estimated saving, labelled as one; unknown when no turn
+/// had a known cost or usage.
+fn saved(w: &Totals) -> String {
+    if w.resumed + w.forked == 0 {
+        return "nothing yet: no turn resumed this week".into();
+    }
+    let usd = w.saved_usd.map(|u| format!("~{}", human::usd(u)));
+    let tokens = w
+        .saved_tokens
+        .map(|t| format!("~{} billed-equivalent input tokens", human::count(t)));
+    let what = match (usd, tokens) {
+        (Some(u), Some(t)) => format!("{u} and {t}"),
+        (Some(u), None) => u,
+        (None, Some(t)) => t,
+        (None, None) => return "unknown (no turn this week recorded its cost or usage)".into(),
+    };
+    format!("{what} (estimate: the same turns replaying their history)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::report::Tokens;
+
+    fn glance() -> Glance {
+        let rows = [
+            ("fresh", Some(0.05)),
+            ("resumed", Some(0.01)),
+            ("forked", None),
+        ]
+        .map(|(kind, cost)| crate::store::report::RunRow {
+            day: "2026-11-22".into(),
+            kind: kind.into(),
+            bytes_in: 40_000,
+            bytes_sent: 1000,
+            tokens: Some(Tokens {
+                input: 10,
+                cache_write: 100,
+                cache_read: 12_000,
+                output: 300,
+            }),
+            cost_usd: cost,
+        });
+        Glance {
+            version: "0.1.0".into(),
+            active: true,
+            mode: Some(How::Path),
+            active_detail: "PATH mode: /d/bin/claude is the shim".into(),
+            real: Some("/usr/bin/claude".into()),
+            real_version: Some("2.1.330".into()),
+            pinned: 3,
+            week: tally::tally(&rows).total,
+            last_turn: Some(LastTurn {
+                when: "14:03".into(),
+                kind: "resumed".into(),
+                why: Some("resumed the session in place at its head".into()),
+                ..LastTurn::default()
+            }),
+            ..Glance::default()
+        }
+    }
+
+    fn text(g: &Glance) -> String {
+        let mut out = Vec::new();
+        render(&mut out, g, Style::PLAIN).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn one_line_per_question() {
+        let t = text(&glance());
+        for want in [
+            "claude-shim 0.1.0\n",
+            "active       yes, PATH mode: /d/bin/claude is the shim\n",
+            "real claude  /usr/bin/claude (2.1.330)\n",
+            "pinned       3 conversations\n",
+            "this week    2 of 3 managed turns resumed (resumed or forked)\n",
+            "last turn    14:03 resumed: resumed the session in place at its head\n",
+        ] {
+            assert!(t.contains(want), "{want:?} missing:\n{t}");
+        }
+        let saved = t.lines().find(|l| l.starts_with("saved")).unwrap();
+        assert!(
+            saved.contains("~$") && saved.contains("(estimate"),
+            "{saved}"
+        );
+        assert!(saved.contains("billed-equivalent input tokens"), "{saved}");
+        assert!(!t.contains("doctor"), "{t}");
+    }
+
+    #[test]
+    fn inactive_says_so_with_the_fix_and_unknown_savings_stay_unknown() {
+        let mut g = glance();
+        g.active = false;
+        g.mode = None;
+        g.active_detail = "the shim is not set up".into();
+        g.fix = Some("run `claude-shim install`".into());
+        g.week = tally::tally(&[crate::store::report::RunRow {
+            kind: "resumed".into(),
+            ..Default::default()
+        }])
+        .total;
+        g.last_turn = None;
+        let t = text(&g);
+        assert!(t.contains("active       no: the shim is not set up"), "{t}");
+        assert!(t.contains("fix: run `claude-shim install`"), "{t}");
+        assert!(t.contains("saved        unknown"), "{t}");
+        assert!(t.contains("last turn    none recorded"), "{t}");
+        assert!(t.contains("claude-shim doctor"), "{t}");
+        assert!(!t.contains("$0.00"), "{t}");
+    }
+}

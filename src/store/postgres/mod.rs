@@ -1,0 +1,262 @@
+//! The shared store: the same tables as the SQLite file, in a PostgreSQL
+//! database (schema `claude_shim`) that every replica of a fleet reaches.
+//!
+//! Every call is bounded on the client side (a stopped or unreachable
+//! server must not hold a turn up): a turn spends at most [`TURN_BUDGET`] in
+//! all waiting for the store, then each further call fails at once and the
+//! turn goes on without it. The server bounds each statement too
+//! (`statement_timeout`, `lock_timeout`). A call that timed out leaves the
+//! connection in an unknown state: it is not used again.
+//!
+//! The in-place lease is a session-level advisory lock held on this
+//! process's connection (freed by the server when the process dies), plus
+//! the session row's holder and draining flag for the others to read.
+
+mod migrations;
+mod ops;
+mod report;
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::collections::HashSet;
+use std::future::Future;
+use std::time::{Duration, Instant};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Config, Error, GenericClient, NoTls, Row};
+
+pub use migrations::COUNT;
+
+/// What a turn may spend waiting for the store, every call together.
+pub const TURN_BUDGET: Duration = Duration::from_millis(1500);
+/// Connecting may take at most this (within the budget).
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
+
+/// How long store calls may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patience {
+    /// A turn: [`TURN_BUDGET`] over all calls of the process.
+    Turn,
+    /// Management commands and the keeper: each call at most this.
+    Each(Duration),
+}
+
+struct Io {
+    rt: tokio::runtime::Runtime,
+    patience: Patience,
+    spent: Duration,
+    /// Why the connection may not be used any more.
+    broken: Option<String>,
+}
+
+impl Io {
+    fn limit(&self) -> Result<Duration> {
+        if let Some(why) = &self.broken {
+            bail!("the store connection is unusable ({why})");
+        }
+        Ok(match self.patience {
+            Patience::Turn => {
+                let left = TURN_BUDGET.saturating_sub(self.spent);
+                if left.is_zero() {
+                    bail!(
+                        "the store's budget for this turn ({} ms) is spent",
+                        TURN_BUDGET.as_millis()
+                    );
+                }
+                left
+            }
+            Patience::Each(d) => d,
+        })
+    }
+
+    /// Run one call to the end or to the limit.
+    fn block<T, F>(&mut self, what: &str, f: F) -> Result<T>
+    where
+        F: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let limit = self.limit()?;
+        let start = Instant::now();
+        let out = self
+            .rt
+            .block_on(async { tokio::time::timeout(limit, f).await });
+        self.spent += start.elapsed();
+        crate::debug!("store: {what} ({} µs)", start.elapsed().as_micros());
+        match out {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                if e.is_closed() {
+                    self.broken = Some("the server closed it".into());
+                }
+                Err(anyhow!(describe(&e))).with_context(|| format!("store: {what}"))
+            }
+            Err(_) => {
+                self.broken = Some(format!("{what} timed out"));
+                bail!(
+                    "store: {what} timed out after {} ms",
+                    start.elapsed().as_millis()
+                )
+            }
+        }
+    }
+}
+
+/// A PostgreSQL error with the server's message, when there is one.
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
+    }
+}
+
+pub struct Pg {
+    io: Io,
+    client: Client,
+    /// Sessions whose lease (advisory lock) this connection holds.
+    held: HashSet<String>,
+    /// `host:pid`, written as the lease holder.
+    holder: String,
+    host: String,
+}
+
+/// Run `$body` (an async block using `$c: &mut Client`) as one bounded call.
+macro_rules! call {
+    ($pg:expr, $what:expr, |$c:ident| $body:expr) => {{
+        let pg = &mut *$pg;
+        let $c = &mut pg.client;
+        pg.io.block($what, async move { $body })
+    }};
+}
+pub(crate) use call;
+
+impl Pg {
+    /// Connect, bounded by `patience`, and bring the schema up to date.
+    pub fn connect(url: &str, patience: Patience) -> Result<Pg> {
+        let mut config: Config = url.parse().context("reading the store URL")?;
+        let per_call = match patience {
+            Patience::Turn => TURN_BUDGET,
+            Patience::Each(d) => d,
+        };
+        let ms = per_call.as_millis();
+        let ours = format!(
+            "-c search_path=claude_shim -c statement_timeout={ms} -c lock_timeout={ms} \
+             -c idle_in_transaction_session_timeout={}",
+            ms * 4
+        );
+        let options = match config.get_options() {
+            Some(theirs) if !theirs.is_empty() => format!("{theirs} {ours}"),
+            _ => ours,
+        };
+        config
+            .options(options)
+            .application_name("claude-shim")
+            .connect_timeout(CONNECT_TIMEOUT.min(per_call))
+            .tcp_user_timeout(per_call)
+            .keepalives_idle(Duration::from_secs(30));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .context("starting the store's I/O")?;
+        let mut io = Io {
+            rt,
+            patience,
+            spent: Duration::ZERO,
+            broken: None,
+        };
+        let (client, connection) = io.block("connecting", config.connect(NoTls))?;
+        io.rt.spawn(async move {
+            let _ = connection.await;
+        });
+        let host = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "?".into());
+        let mut pg = Pg {
+            io,
+            client,
+            held: HashSet::new(),
+            holder: format!("{host}:{}", std::process::id()),
+            host,
+        };
+        migrations::apply(&mut pg)?;
+        Ok(pg)
+    }
+
+    /// How long this process has waited for the store so far.
+    pub fn spent(&self) -> Duration {
+        self.io.spent
+    }
+
+    pub fn schema_version(&mut self) -> Result<i64> {
+        call!(self, "reading the schema version", |c| {
+            let row = c
+                .query_one("SELECT version FROM schema_version", &[])
+                .await?;
+            Ok(row.get::<_, i32>(0) as i64)
+        })
+    }
+}
+
+/// A statement parameter that knows its PostgreSQL type, so a statement
+/// is sent with its parameters in one round trip (no prepare first): a
+/// turn's few statements, each once, cost round trips and nothing else.
+pub(crate) trait Arg: ToSql + Sync {
+    const TYPE: Type;
+}
+
+macro_rules! arg {
+    ($($t:ty => $ty:ident),* $(,)?) => {
+        $(impl Arg for $t {
+            const TYPE: Type = Type::$ty;
+        })*
+    };
+}
+arg!(&str => TEXT, String => TEXT, i64 => INT8, i32 => INT4, bool => BOOL,
+     f64 => FLOAT8, &[u8] => BYTEA, Vec<u8> => BYTEA);
+
+impl<T: Arg> Arg for Option<T> {
+    const TYPE: Type = T::TYPE;
+}
+
+/// [`Arg`] as a trait object.
+pub(crate) trait DynArg: Sync {
+    fn pair(&self) -> (&(dyn ToSql + Sync), Type);
+}
+
+impl<T: Arg> DynArg for T {
+    fn pair(&self) -> (&(dyn ToSql + Sync), Type) {
+        (self, T::TYPE)
+    }
+}
+
+fn typed<'a>(args: &'a [&'a dyn DynArg]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    args.iter().map(|a| a.pair()).collect()
+}
+
+/// Statements with typed parameters, on a client or a transaction.
+pub(crate) trait Typed: GenericClient {
+    async fn q(&self, sql: &str, args: &[&dyn DynArg]) -> Result<Vec<Row>, Error> {
+        self.query_typed(sql, &typed(args)).await
+    }
+    async fn q_opt(&self, sql: &str, args: &[&dyn DynArg]) -> Result<Option<Row>, Error> {
+        self.query_typed_opt(sql, &typed(args)).await
+    }
+    async fn q_one(&self, sql: &str, args: &[&dyn DynArg]) -> Result<Row, Error> {
+        self.query_typed_one(sql, &typed(args)).await
+    }
+    async fn x(&self, sql: &str, args: &[&dyn DynArg]) -> Result<u64, Error> {
+        self.execute_typed(sql, &typed(args)).await
+    }
+}
+
+impl<C: GenericClient> Typed for C {}
+
+/// The advisory-lock key of a session's lease.
+pub fn lease_key(session: &str) -> i64 {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::new()
+        .chain_update(b"claude-shim lease\0")
+        .chain_update(session.as_bytes())
+        .finalize();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    i64::from_le_bytes(b)
+}

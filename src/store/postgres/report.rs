@@ -1,0 +1,210 @@
+//! The management queries (`stats`, `pins`, `forget`, `gc`, `doctor`) on
+//! the shared store. Same meaning as `store::report`.
+
+use super::{call, Pg, Typed};
+use crate::store::report::{Health, PinRow, Removed, RunRow, Tokens};
+use anyhow::Result;
+
+/// Drop session rows no pin refers to, and the transcripts of sessions
+/// that are gone.
+const ORPHANS: &str = "DELETE FROM sessions WHERE session NOT IN (SELECT session FROM pins)";
+const ORPHAN_TRANSCRIPTS: &str =
+    "DELETE FROM transcript_chunks WHERE session NOT IN (SELECT session FROM sessions)";
+
+impl Pg {
+    pub fn runs_since(&mut self, since: i64, cwd: Option<&str>) -> Result<Vec<RunRow>> {
+        let rows = call!(self, "reading runs", |c| {
+            c.q(
+                "SELECT at, kind, bytes_in, bytes_sent, input_tokens, cache_write_tokens,
+                        cache_read_tokens, output_tokens, cost_usd
+                 FROM runs WHERE at >= $1 AND ($2::TEXT IS NULL OR cwd = $2) ORDER BY at, id",
+                &[&since, &cwd],
+            )
+            .await
+        })?;
+        // The day in this machine's local time, as the SQLite store says it.
+        let local = rusqlite::Connection::open_in_memory()?;
+        let mut day = local.prepare("SELECT date(?1, 'unixepoch', 'localtime')")?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let at: i64 = r.get(0);
+            let usage: [Option<i64>; 4] = [r.get(4), r.get(5), r.get(6), r.get(7)];
+            let tokens = match usage {
+                [None, None, None, None] => None,
+                [i, w, c, o] => Some(Tokens {
+                    input: i.unwrap_or(0),
+                    cache_write: w.unwrap_or(0),
+                    cache_read: c.unwrap_or(0),
+                    output: o.unwrap_or(0),
+                }),
+            };
+            out.push(RunRow {
+                day: day.query_row([at], |d| d.get(0))?,
+                kind: r.get(1),
+                bytes_in: r.get(2),
+                bytes_sent: r.get(3),
+                tokens,
+                cost_usd: r.get(8),
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn latest_pins(&mut self, cwd: Option<&str>) -> Result<Vec<PinRow>> {
+        let rows = call!(self, "reading pins", |c| {
+            c.q(
+                "SELECT p.session, p.cwd, p.turns, p.created_at, COALESCE(p.reply_preview, ''), m.n
+                 FROM pins p
+                 JOIN (SELECT session, MAX(id) AS id, COUNT(*) AS n FROM pins GROUP BY session) m
+                   ON p.id = m.id
+                 WHERE $1::TEXT IS NULL OR p.cwd = $1
+                 ORDER BY p.id DESC",
+                &[&cwd],
+            )
+            .await
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| PinRow {
+                session: r.get(0),
+                cwd: r.get(1),
+                turns: r.get(2),
+                created_at: r.get(3),
+                reply_preview: r.get(4),
+                pins: r.get(5),
+            })
+            .collect())
+    }
+
+    pub fn pinned_sessions(&mut self) -> Result<Vec<String>> {
+        let rows = call!(self, "reading sessions", |c| {
+            c.q("SELECT DISTINCT session FROM pins ORDER BY session", &[])
+                .await
+        })?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    pub fn forget_sessions(&mut self, sessions: &[String]) -> Result<Removed> {
+        call!(self, "forgetting sessions", |c| {
+            let tx = c.transaction().await?;
+            let mut removed = Removed::default();
+            for s in sessions {
+                removed.pins += tx.x("DELETE FROM pins WHERE session = $1", &[s]).await? as usize;
+                removed.sessions += tx
+                    .x("DELETE FROM sessions WHERE session = $1", &[s])
+                    .await? as usize;
+                tx.x("DELETE FROM transcript_chunks WHERE session = $1", &[s])
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(removed)
+        })
+    }
+
+    pub fn forget_cwd(&mut self, cwd: &str) -> Result<Removed> {
+        call!(self, "forgetting a directory", |c| {
+            let tx = c.transaction().await?;
+            let pins = tx.x("DELETE FROM pins WHERE cwd = $1", &[&cwd]).await? as usize;
+            let sessions = tx.x(ORPHANS, &[]).await? as usize;
+            tx.x(ORPHAN_TRANSCRIPTS, &[]).await?;
+            tx.commit().await?;
+            Ok(Removed {
+                pins,
+                sessions,
+                runs: 0,
+            })
+        })
+    }
+
+    pub fn forget_all(&mut self) -> Result<Removed> {
+        call!(self, "forgetting everything", |c| {
+            let tx = c.transaction().await?;
+            let pins = tx.x("DELETE FROM pins", &[]).await? as usize;
+            let sessions = tx.x("DELETE FROM sessions", &[]).await? as usize;
+            tx.x("DELETE FROM transcript_chunks", &[]).await?;
+            tx.commit().await?;
+            Ok(Removed {
+                pins,
+                sessions,
+                runs: 0,
+            })
+        })
+    }
+
+    pub fn count_prunable(
+        &mut self,
+        gone: &[String],
+        pins_before: i64,
+        runs_before: i64,
+    ) -> Result<Removed> {
+        call!(self, "counting what gc would drop", |c| {
+            let mut pins: i64 = c
+                .q_one(
+                    "SELECT COUNT(*) FROM pins WHERE created_at < $1",
+                    &[&pins_before],
+                )
+                .await?
+                .get(0);
+            for s in gone {
+                pins += c
+                    .q_one(
+                        "SELECT COUNT(*) FROM pins WHERE session = $1 AND created_at >= $2",
+                        &[s, &pins_before],
+                    )
+                    .await?
+                    .get::<_, i64>(0);
+            }
+            let runs: i64 = c
+                .q_one("SELECT COUNT(*) FROM runs WHERE at < $1", &[&runs_before])
+                .await?
+                .get(0);
+            Ok(Removed {
+                pins: pins as usize,
+                sessions: 0,
+                runs: runs as usize,
+            })
+        })
+    }
+
+    pub fn prune(
+        &mut self,
+        gone: &[String],
+        pins_before: i64,
+        runs_before: i64,
+    ) -> Result<Removed> {
+        call!(self, "dropping old pins and runs", |c| {
+            let tx = c.transaction().await?;
+            let mut removed = Removed::default();
+            for s in gone {
+                removed.pins += tx.x("DELETE FROM pins WHERE session = $1", &[s]).await? as usize;
+            }
+            removed.pins += tx
+                .x("DELETE FROM pins WHERE created_at < $1", &[&pins_before])
+                .await? as usize;
+            removed.sessions = tx.x(ORPHANS, &[]).await? as usize;
+            tx.x(ORPHAN_TRANSCRIPTS, &[]).await?;
+            removed.runs = tx
+                .x("DELETE FROM runs WHERE at < $1", &[&runs_before])
+                .await? as usize;
+            tx.commit().await?;
+            Ok(removed)
+        })
+    }
+
+    pub fn vacuum(&mut self) -> Result<()> {
+        call!(self, "vacuuming", |c| c
+            .batch_execute(
+                "VACUUM ANALYZE pins, sessions, runs, attempts, capabilities, transcript_chunks",
+            )
+            .await)
+    }
+
+    pub fn health(&mut self) -> Result<Health> {
+        let version = self.schema_version()?;
+        Ok(Health {
+            quick_check: "ok".into(),
+            schema_version: version,
+            schema_expected: super::COUNT as i64,
+        })
+    }
+}
