@@ -142,7 +142,12 @@ impl World {
         )
         .unwrap();
         let out = Ran::from(child.wait_with_output().unwrap());
-        assert!(!out.status.success(), "killed: {}", describe(&out));
+        assert!(
+            !out.status.success(),
+            "killed: {}\n{}",
+            describe(&out),
+            self.log()
+        );
         self.server.clear_delay();
         self.server.clear_log();
     }
