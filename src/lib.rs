@@ -3,30 +3,54 @@
 //! flows through them (see README "How it works"):
 
 // The shim face: which binary, which call, pass through or manage.
-pub mod argv; //        Claude Code's flag grammar (commander's rules)
-pub mod guard; //       recursion guard across nested shims
-pub mod invocation; //  pass-through or managed, and why (pure)
-pub mod locate; //      the real `claude` behind the shim
+/// Claude Code's flag grammar (commander's rules).
+pub mod argv;
+/// Recursion guard across nested shims.
+pub mod guard;
+/// Pass-through or managed, and why (pure).
+pub mod invocation;
+/// The real `claude` behind the shim.
+pub mod locate;
+/// Exec the real binary untouched.
 pub mod passthrough;
-pub mod shim; //        argv[0] dispatch's shim face: guard, locate, classify // exec the real binary untouched
+/// argv[0] dispatch's shim face: guard, locate, classify.
+pub mod shim;
 
 // One managed turn.
-pub mod dialect; //     transcript dialects → conversation
-pub mod events; //      stream-json lines, typed and parsed once
-pub mod identity; //    scope parts, chains, nodes, reply hashes
-pub mod observe; //     the CLI's output, read on the side
-pub mod probe; //       what the real binary supports
-pub mod prompt; //      where the prompt is; reading it; splicing it back
-pub mod runner; //      spawn, stdin feed, tee with hold, signals, exit status
-pub mod sessions; //    Claude Code's session files
+/// Transcript dialects → conversation.
+pub mod dialect;
+/// stream-json lines, typed and parsed once.
+pub mod events;
+/// Scope parts, chains, nodes, reply hashes.
+pub mod identity;
+/// The CLI's output, read on the side.
+pub mod observe;
+/// What the real binary supports.
+pub mod probe;
+/// Where the prompt is; reading it; splicing it back.
+pub mod prompt;
+/// Spawn, stdin feed, tee with hold, signals, exit status.
+pub mod runner;
+/// Claude Code's session files: scans, listing, undoing a killed turn.
+pub mod sessions;
+/// The store: capabilities, pins, leases, runs, attempts, scans (SQLite or
+/// a shared PostgreSQL).
 pub mod store;
+/// The stages: understand, lookup, plan, attempt, run, record.
 pub mod turn;
-pub mod warm; //        live CLIs kept for a conversation's next turn (the keeper) //        the stages: understand, lookup, plan, attempt, run, record //       SQLite: capabilities, pins, leases, runs, attempts
+/// Live CLIs kept for a conversation's next turn (the keeper).
+pub mod warm;
 
 // Around it.
+/// The management face (`claude-shim …` commands).
 pub mod cli;
-pub mod env; //         every environment variable, typed
-pub mod explain; //     `claude-shim explain`: a dry run of one turn
-pub mod fleet; //       replicas sharing a PostgreSQL store: transcripts travel
-pub mod log; //         debug log and errors.log
-pub mod platform; //    Linux-only calls with portable fallbacks //         the management face
+/// Every environment variable, typed.
+pub mod env;
+/// `claude-shim explain`: a dry run of one turn.
+pub mod explain;
+/// Replicas sharing a PostgreSQL store: transcripts travel.
+pub mod fleet;
+/// Debug log and errors.log.
+pub mod log;
+/// Linux-only calls with portable fallbacks.
+pub mod platform;

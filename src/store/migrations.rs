@@ -64,6 +64,12 @@ const MIGRATIONS: &[&str] = &[
     "CREATE TABLE scans (path TEXT PRIMARY KEY, scan TEXT NOT NULL, at INTEGER NOT NULL);",
     // 6: attempts past any retry window are dropped as turns start.
     "CREATE INDEX attempts_started ON attempts(started_at);",
+    // 7: pins are looked up by node alone since the node took the scope in
+    // (migration 3); the (scope, node) index could not serve that, so every
+    // turn scanned the whole table (35 ms at 100,000 pins). And the sweep of
+    // ephemeral sessions every turn makes reads only those.
+    "CREATE INDEX pins_by_node ON pins(node);
+     CREATE INDEX sessions_ephemeral ON sessions(used_at) WHERE ephemeral = 1;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

@@ -416,6 +416,61 @@ pub(crate) mod tests {
         assert_eq!(s.session_head("S").unwrap(), None);
     }
 
+    /// SQLite virtual-machine steps (in hundreds) the turn's queries take.
+    fn turn_queries_work(s: &Store, probe: &NewPin) -> u64 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+        let steps = Arc::new(AtomicU64::new(0));
+        let counter = steps.clone();
+        s.conn.progress_handler(
+            100,
+            Some(move || {
+                counter.fetch_add(1, Ordering::Relaxed);
+                false
+            }),
+        );
+        assert_eq!(s.find_pins(&probe.node).unwrap().len(), 1);
+        assert!(s.session_head(&probe.session).unwrap().is_some());
+        s.find_elsewhere(&probe.chain).unwrap();
+        s.expired_ephemeral(0, |_| false).unwrap();
+        s.last_attempt(&probe.node, "m", 0).unwrap();
+        s.prune_attempts(0).unwrap();
+        s.conn.progress_handler(100, None::<fn() -> bool>);
+        steps.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_turns_queries_do_not_grow_with_the_pins_kept() {
+        // Each query of a turn's path goes through an index: ten times the
+        // pins, about the same work (a scan would take ten times the steps).
+        let work = |n: usize| {
+            let mut s = Store::in_memory().unwrap();
+            for i in 0..n {
+                let session = format!("s{i}");
+                let turn = format!("turn {i}");
+                let own = if i % 50 == 0 {
+                    Ownership::Ephemeral
+                } else {
+                    Ownership::Kept
+                };
+                s.add_pin(&new_pin(&session, "A", &[&turn], "r"), own, "/c")
+                    .unwrap();
+            }
+            let probe = new_pin(
+                &format!("s{}", n / 2),
+                "A",
+                &[&format!("turn {}", n / 2)],
+                "r",
+            );
+            turn_queries_work(&s, &probe)
+        };
+        let (small, large) = (work(400), work(4_000));
+        assert!(
+            large <= small * 2 + 20,
+            "work grew with the pins: {small} at 400 pins, {large} at 4,000 (hundreds of steps)"
+        );
+    }
+
     #[test]
     fn unpin_takes_the_pin_and_the_head_back() {
         let mut s = Store::in_memory().unwrap();

@@ -82,6 +82,10 @@ const MIGRATIONS: &[&str] = &[
     // on its host; a scan carries a witness of the bytes it read, so another
     // host's file at the same path starts over rather than carrying it on.
     "CREATE TABLE scans (path TEXT PRIMARY KEY, scan TEXT NOT NULL, at BIGINT NOT NULL);",
+    // 3: what every turn sweeps (old attempts, idle ephemeral sessions) is
+    // read through an index, not a scan of all sessions.
+    "CREATE INDEX attempts_started ON attempts(started_at);
+     CREATE INDEX sessions_ephemeral ON sessions(used_at) WHERE ephemeral;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();
