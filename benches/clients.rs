@@ -40,7 +40,7 @@ impl Sdk {
 /// One conversation of `turns` turns; per-turn wall times in ms.
 fn conversation(sdk: Sdk, shimmed: bool, turns: usize) -> Vec<f64> {
     let server = ApiServer::start();
-    let sb = Sandbox::new(&server);
+    let sb = Sandbox::real(&server);
     let cli: PathBuf = if shimmed {
         sb.shim_claude()
     } else {

@@ -32,7 +32,7 @@ mod support;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
-use support::clients::{self, args, result_reply, text_reply, user_line, Render};
+use support::clients::{self, user_line, Client};
 use support::{describe, run, ApiServer, LoggedRequest, Sandbox};
 
 const REPLY_BYTES: usize = 1500;
@@ -57,82 +57,77 @@ impl Way {
     }
 }
 
-/// How one client renders a turn (the renderings of `tests/support/clients.rs`).
+/// One client of `tests/support/clients.rs`, and what it would send if it
+/// resumed natively.
 struct Dialect {
     name: &'static str,
     what: &'static str,
-    render: Render,
-    /// How a native client sends only the new message (same flags, same channel).
-    native: fn(&str) -> (Vec<String>, Vec<u8>),
-    reply: fn(&[u8]) -> String,
+    client: Client,
+    /// The prompt of a native client: only the new message (same flags, same channel).
+    native: fn(&str) -> String,
+}
+
+/// The message as it is.
+fn bare(cur: &str) -> String {
+    cur.to_owned()
+}
+
+/// The message as one stream-json input line.
+fn line(cur: &str) -> String {
+    format!("{}\n", user_line(cur, "user"))
 }
 
 fn dialects() -> Vec<Dialect> {
+    let d = |name, what, client, native| Dialect {
+        name,
+        what,
+        client,
+        native,
+    };
     vec![
-        Dialect {
-            name: "human",
-            what: "Human:/Assistant: on stdin, text output (OpenAI-compatible wrapper)",
-            render: clients::wrapper,
-            native: |cur| (args(&["-p"]), cur.as_bytes().to_vec()),
-            reply: text_reply,
-        },
-        Dialect {
-            name: "langchain",
-            what: "User:/Assistant: positional, stream-json output (LangChain-style)",
-            render: clients::langchain,
-            native: |cur| clients::langchain(&[], cur),
-            reply: result_reply,
-        },
-        Dialect {
-            name: "opendesign",
-            what: "markdown headings in one stream-json input line (Open Design)",
-            render: clients::open_design,
-            native: |cur| {
-                (
-                    args(clients::OPEN_DESIGN_ARGS),
-                    format!("{}\n", user_line(cur, "user")).into_bytes(),
-                )
-            },
-            reply: result_reply,
-        },
-        Dialect {
-            name: "cline",
-            what: "JSON messages array on stdin, --system-prompt (Cline)",
-            render: clients::cline,
-            native: |cur| (args(clients::CLINE_ARGS), cur.as_bytes().to_vec()),
-            reply: result_reply,
-        },
+        d(
+            "human",
+            "Human:/Assistant: on stdin, text output (OpenAI-compatible wrapper)",
+            Client::Wrapper,
+            bare,
+        ),
+        d(
+            "langchain",
+            "User:/Assistant: positional, stream-json output (LangChain-style)",
+            Client::LangChain,
+            bare,
+        ),
+        d(
+            "opendesign",
+            "markdown headings in one stream-json input line (Open Design)",
+            Client::OpenDesign,
+            line,
+        ),
+        d(
+            "cline",
+            "JSON messages array on stdin, --system-prompt (Cline)",
+            Client::Cline,
+            bare,
+        ),
         // Not in the default set (BENCH_DIALECTS=all).
-        Dialect {
-            name: "relay",
-            what: "System: line, single-newline Human:/Assistant:, Assistant: cue",
-            render: clients::relay,
-            native: |cur| {
-                (
-                    args(&["-p", "--output-format", "text"]),
-                    cur.as_bytes().to_vec(),
-                )
-            },
-            reply: text_reply,
-        },
-        Dialect {
-            name: "streamlines",
-            what: "one stream-json input line per message",
-            render: clients::stream_lines,
-            native: |cur| clients::stream_lines(&[], cur),
-            reply: result_reply,
-        },
-        Dialect {
-            name: "maxproxy",
-            what: "<previous_response> XML, positional (claude-max-api-proxy)",
-            render: clients::maxproxy,
-            native: |cur| {
-                let mut a = args(clients::MAXPROXY_ARGS);
-                a.push(cur.to_owned());
-                (a, Vec::new())
-            },
-            reply: result_reply,
-        },
+        d(
+            "relay",
+            "System: line, single-newline Human:/Assistant:, Assistant: cue",
+            Client::Relay,
+            bare,
+        ),
+        d(
+            "streamlines",
+            "one stream-json input line per message",
+            Client::StreamLines,
+            line,
+        ),
+        d(
+            "maxproxy",
+            "<previous_response> XML, positional (claude-max-api-proxy)",
+            Client::MaxProxy,
+            bare,
+        ),
     ]
 }
 
@@ -168,20 +163,20 @@ struct Conversation {
 /// Drive one conversation of `n` turns.
 fn drive(d: &Dialect, way: Way, n: usize) -> Conversation {
     let server = server();
-    let sandbox = Sandbox::new(&server);
+    let sandbox = Sandbox::real(&server);
     let session = uuid::Uuid::new_v4().to_string();
     let mut history: Vec<(String, String)> = Vec::new();
     let start = Instant::now();
     for i in 1..=n {
         let current = user_message(i);
         let (argv, stdin) = match way {
-            Way::Replay | Way::Shim => (d.render)(&history, &current),
+            Way::Replay | Way::Shim => d.client.render(&history, &current),
             Way::Native if i == 1 => {
-                let (a, s) = (d.render)(&[], &current);
+                let (a, s) = d.client.render(&[], &current);
                 (session_flags("--session-id", &session, a), s)
             }
             Way::Native => {
-                let (a, s) = (d.native)(&current);
+                let (a, s) = d.client.invocation(&[], &(d.native)(&current));
                 (session_flags("--resume", &session, a), s)
             }
         };
@@ -198,7 +193,14 @@ fn drive(d: &Dialect, way: Way, n: usize) -> Conversation {
             way.name(),
             describe(&out)
         );
-        let reply = (d.reply)(&out.stdout);
+        let reply = d.client.reply(&out.stdout).unwrap_or_else(|| {
+            panic!(
+                "{} {} turn {i}: no reply: {}",
+                d.name,
+                way.name(),
+                describe(&out)
+            )
+        });
         assert!(
             reply.starts_with(&format!("reply {i}:")),
             "{} {} turn {i}: reply {reply:?}",

@@ -32,7 +32,7 @@ fn ms(d: Duration) -> f64 {
 /// One live CLI, one user line per turn: write → result.
 fn floor(turns: usize) -> Vec<f64> {
     let server = ApiServer::start();
-    let sb = Sandbox::new(&server);
+    let sb = Sandbox::real(&server);
     let mut cmd = sb.direct([
         "-p",
         "--input-format",
@@ -72,7 +72,7 @@ fn floor(turns: usize) -> Vec<f64> {
 /// A client resuming natively: a cold `claude -p --resume S "msg"` per turn.
 fn native(turns: usize) -> Vec<f64> {
     let server = ApiServer::start();
-    let sb = Sandbox::new(&server);
+    let sb = Sandbox::real(&server);
     let mut session = String::new();
     let mut times = Vec::new();
     for k in 1..=turns {
@@ -102,7 +102,7 @@ enum Replay {
 /// A `Human:`/`Assistant:` client replaying its transcript on stdin, text output.
 fn replay(way: Replay, turns: usize) -> (Vec<f64>, Option<(u64, u64)>) {
     let server = ApiServer::start();
-    let mut sb = Sandbox::new(&server);
+    let mut sb = Sandbox::real(&server);
     if way == Replay::ShimCold {
         sb.set_env("CLAUDE_SHIM_WARM", "0");
     }

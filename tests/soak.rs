@@ -14,7 +14,7 @@
 //!
 //! The fake CLI is this binary itself, started with `SOAK_FAKE` set (no
 //! interpreter start-up in the figures). It models `claude -p` at the session
-//! level like `tests/fixtures/fake-session`: `--session-id`, `--resume`,
+//! level like `tests/fixtures/fake-claude`: `--session-id`, `--resume`,
 //! `--resume-session-at` (named here, so the shim's probe finds the
 //! capability in this binary), `--fork-session`; a session file under
 //! `$HOME/.claude/projects/<slug>/<id>.jsonl` with user/assistant records

@@ -342,6 +342,12 @@ fn relay(
             }
         }
     }
+    if ctx.child.signalled() && !out.signalled {
+        // The caller's signal ended the process between the check above and
+        // its end of output: the turn was stopped all the same (never rerun).
+        out.signalled = true;
+        out.signalled_by = ctx.child.last_signal();
+    }
     if out.signalled {
         // Let it end (the keeper reaps it); its last words are not ours.
         out.exit = None;

@@ -479,6 +479,13 @@ impl Keeper {
                 // Something changed since it started (environment, files,
                 // flags) or someone else wrote the session: it cannot
                 // serve. The asker holds the lease; end it, then go on.
+                // Someone else's writes (the head moved on, the file is not
+                // as it was left): its closing records would land in a file
+                // it no longer knows, where no run without the shim writes;
+                // it is killed without them, as `stop_leased` does.
+                if entry.head != head || !grown(entry.file_size, file_size) {
+                    let _ = nix::sys::signal::kill(pid(entry), nix::sys::signal::Signal::SIGKILL);
+                }
                 return self.stop_then(conn, vec![e], req, true);
             }
             _ => {}

@@ -1,13 +1,15 @@
-//! How real clients render a replayed turn (`shared/dialects.md`), shared by
-//! the dialect e2e tests and the cost bench: each renderer takes the prior
-//! (user, reply) pairs and the new user message and returns (argv, stdin).
+//! The one client model of every suite and of the cost bench: how real
+//! clients (`shared/dialects.md`) render a replayed turn — the prior (user,
+//! reply) pairs and the new message — into argv and stdin, and how they read
+//! the reply from stdout; and [`Chat`], one conversation as a client keeps it.
+
+use std::path::PathBuf;
+use std::process::Command;
 
 use serde_json::{json, Value};
 
 use super::api::ApiServer;
-
-/// Prior (user, reply) pairs and the new user message → (argv, stdin).
-pub type Render = fn(&[(String, String)], &str) -> (Vec<String>, Vec<u8>);
+use super::process::{Input, Ran};
 
 /// The reply a text-output client keeps: stdout, trimmed.
 pub fn text_reply(out: &[u8]) -> String {
@@ -65,7 +67,7 @@ pub fn messages_json(h: &[(String, String)], cur: &str) -> Vec<Value> {
 
 /// A server whose replies stay on one line. The default reply echoes the
 /// start of the prompt, which for a transcript may put a line reading like a
-/// role marker into the reply (tested on its own in e2e_dialects).
+/// role marker into the reply (tested on its own in `tests/e2e/dialects.rs`).
 pub fn one_line_server() -> ApiServer {
     let server = ApiServer::start();
     server.set_reply(|r| {
@@ -125,100 +127,241 @@ pub const LINES_ARGS: &[&str] = &[
     "--verbose",
 ];
 
-/// OpenAI-compatible wrapper: `Human:`/`Assistant:` joined by blank lines, stdin.
-pub fn wrapper(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    (args(&["-p"]), labels(h, cur, "Human", "\n\n").into_bytes())
+/// A client that replays its whole transcript every turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// OpenAI-compatible wrapper: `Human:`/`Assistant:` joined by blank lines,
+    /// on stdin, `-p`, text output.
+    Wrapper,
+    /// Small relay: a `System:` line, single newlines, a trailing `Assistant:`
+    /// cue; stdin, text output.
+    Relay,
+    /// LangChain: first turn bare, then `User:`/`Assistant:`; positional after
+    /// `--`, stream-json output.
+    LangChain,
+    /// Open Design: markdown headings inside an instructions wrapper, one
+    /// stream-json input line.
+    OpenDesign,
+    /// claude-max-api-proxy: `<system>` and `<previous_response>`, positional.
+    MaxProxy,
+    /// Cline: the messages array as JSON on stdin, `--system-prompt`.
+    Cline,
+    /// Roo Code on Windows: `{systemPrompt, messages}` on stdin.
+    Roo,
+    /// One stream-json input line per message.
+    StreamLines,
+    /// `[User]`/`[Assistant]` labels (the generic recogniser), stdin.
+    Bracket,
 }
 
-/// Small relay: a `System:` line, single newlines, a trailing `Assistant:` cue.
-pub fn relay(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let prompt = format!(
-        "System: be brief\n{}\nAssistant:",
-        labels(h, cur, "Human", "\n")
-    );
-    (
-        args(&["-p", "--output-format", "text"]),
-        prompt.into_bytes(),
-    )
+/// Where a client puts its prompt.
+enum Delivery {
+    Stdin,
+    Positional,
+    /// After `--`, so a prompt starting with `-` is not a flag.
+    AfterDashes,
 }
 
-/// LangChain: first turn bare, then `User:`/`Assistant:`; positional after `--`.
-pub fn langchain(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let prompt = if h.is_empty() {
-        cur.to_owned()
-    } else {
-        labels(h, cur, "User", "\n\n")
-    };
-    let mut a = args(LANGCHAIN_ARGS);
-    a.extend(["--".to_owned(), prompt]);
-    (a, Vec::new())
-}
-
-/// Open Design: markdown headings inside an instructions wrapper, one
-/// stream-json input line.
-pub fn open_design(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let mut msgs = Vec::new();
-    for (u, a) in h {
-        msgs.push(format!("## user\n{u}"));
-        msgs.push(format!("## assistant\n{a}"));
+impl Client {
+    fn shape(self) -> (&'static [&'static str], Delivery) {
+        match self {
+            Client::Wrapper | Client::Bracket => (&["-p"], Delivery::Stdin),
+            Client::Relay => (&["-p", "--output-format", "text"], Delivery::Stdin),
+            Client::LangChain => (LANGCHAIN_ARGS, Delivery::AfterDashes),
+            Client::OpenDesign => (OPEN_DESIGN_ARGS, Delivery::Stdin),
+            Client::MaxProxy => (MAXPROXY_ARGS, Delivery::Positional),
+            Client::Cline | Client::Roo => (CLINE_ARGS, Delivery::Stdin),
+            Client::StreamLines => (LINES_ARGS, Delivery::Stdin),
+        }
     }
-    msgs.push(format!("## user\n{cur}"));
-    let payload = format!(
-        "# Instructions (read first)\n\nYou design pages.\n\n---\n\nUse the tokens.\n\n---\n# User request\n\n{}",
-        msgs.join("\n\n")
-    );
-    (
-        args(OPEN_DESIGN_ARGS),
-        format!("{}\n", user_line(&payload, "user")).into_bytes(),
-    )
-}
 
-/// claude-max-api-proxy: `<system>` and `<previous_response>`, positional.
-pub fn maxproxy(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let mut parts = vec!["<system>\nYou are terse.\n</system>\n".to_string()];
-    for (u, a) in h {
-        parts.push(u.clone());
-        parts.push(format!("<previous_response>\n{a}\n</previous_response>\n"));
+    /// Whether it reads stream-json output (else: text).
+    pub fn streams(self) -> bool {
+        !matches!(self, Client::Wrapper | Client::Relay | Client::Bracket)
     }
-    parts.push(cur.to_owned());
-    let mut a = args(MAXPROXY_ARGS);
-    a.push(parts.join("\n").trim().to_owned());
-    (a, Vec::new())
-}
 
-/// Cline: the messages array as JSON on stdin.
-pub fn cline(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let body = serde_json::to_vec(&messages_json(h, cur)).expect("json");
-    (args(CLINE_ARGS), body)
-}
-
-/// Roo Code on Windows: `{systemPrompt, messages}` on stdin.
-pub fn roo(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let body = json!({"systemPrompt": "You are Roo.", "messages": messages_json(h, cur)});
-    (args(CLINE_ARGS), serde_json::to_vec(&body).expect("json"))
-}
-
-/// One stream-json input line per message.
-pub fn stream_lines(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let mut lines = Vec::new();
-    for (u, a) in h {
-        lines.push(user_line(u, "user"));
-        lines.push(user_line(a, "assistant"));
+    /// The prompt (stdin bytes or the positional argument) for `current`
+    /// after `history`.
+    pub fn prompt(self, h: &[(String, String)], cur: &str) -> String {
+        match self {
+            Client::Wrapper => labels(h, cur, "Human", "\n\n"),
+            Client::Relay => format!(
+                "System: be brief\n{}\nAssistant:",
+                labels(h, cur, "Human", "\n")
+            ),
+            Client::LangChain if h.is_empty() => cur.to_owned(),
+            Client::LangChain => labels(h, cur, "User", "\n\n"),
+            Client::OpenDesign => {
+                let mut msgs = Vec::new();
+                for (u, a) in h {
+                    msgs.push(format!("## user\n{u}"));
+                    msgs.push(format!("## assistant\n{a}"));
+                }
+                msgs.push(format!("## user\n{cur}"));
+                let payload = format!(
+                    "# Instructions (read first)\n\nYou design pages.\n\n---\n\nUse the tokens.\n\n---\n# User request\n\n{}",
+                    msgs.join("\n\n")
+                );
+                format!("{}\n", user_line(&payload, "user"))
+            }
+            Client::MaxProxy => {
+                let mut parts = vec!["<system>\nYou are terse.\n</system>\n".to_string()];
+                for (u, a) in h {
+                    parts.push(u.clone());
+                    parts.push(format!("<previous_response>\n{a}\n</previous_response>\n"));
+                }
+                parts.push(cur.to_owned());
+                parts.join("\n").trim().to_owned()
+            }
+            Client::Cline => serde_json::to_string(&messages_json(h, cur)).expect("json"),
+            Client::Roo => {
+                json!({"systemPrompt": "You are Roo.", "messages": messages_json(h, cur)})
+                    .to_string()
+            }
+            Client::StreamLines => {
+                let mut lines = Vec::new();
+                for (u, a) in h {
+                    lines.push(user_line(u, "user"));
+                    lines.push(user_line(a, "assistant"));
+                }
+                lines.push(user_line(cur, "user"));
+                format!("{}\n", lines.join("\n"))
+            }
+            Client::Bracket => {
+                let mut parts = Vec::new();
+                for (u, a) in h {
+                    parts.push(format!("[User]\n{u}"));
+                    parts.push(format!("[Assistant]\n{a}"));
+                }
+                parts.push(format!("[User]\n{cur}"));
+                parts.join("\n\n")
+            }
+        }
     }
-    lines.push(user_line(cur, "user"));
-    (
-        args(LINES_ARGS),
-        format!("{}\n", lines.join("\n")).into_bytes(),
-    )
+
+    /// argv and stdin that send `prompt`, with the caller's `extra` flags
+    /// right after `-p` (or first, for a client without one).
+    pub fn invocation(self, extra: &[String], prompt: &str) -> (Vec<String>, Vec<u8>) {
+        let (own, delivery) = self.shape();
+        let mut argv = args(own);
+        let at = argv
+            .iter()
+            .position(|a| a == "-p" || a == "--print")
+            .map_or(0, |i| i + 1);
+        argv.splice(at..at, extra.iter().cloned());
+        match delivery {
+            Delivery::Stdin => (argv, prompt.as_bytes().to_vec()),
+            Delivery::Positional => {
+                argv.push(prompt.to_owned());
+                (argv, Vec::new())
+            }
+            Delivery::AfterDashes => {
+                argv.extend(["--".to_owned(), prompt.to_owned()]);
+                (argv, Vec::new())
+            }
+        }
+    }
+
+    /// argv and stdin of the turn `current` after `history`.
+    pub fn render(self, h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
+        self.invocation(&[], &self.prompt(h, cur))
+    }
+
+    /// The reply as the client reads it from stdout: text trimmed, or the
+    /// final `result` of stream-json.
+    pub fn reply(self, out: &[u8]) -> Option<String> {
+        if self.streams() {
+            String::from_utf8_lossy(out)
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|v| v["type"] == "result")
+                .and_then(|v| v["result"].as_str().map(str::to_owned))
+        } else {
+            Some(text_reply(out))
+        }
+    }
 }
 
-/// `[User]`/`[Assistant]` labels (the generic recogniser), stdin.
-pub fn bracket(h: &[(String, String)], cur: &str) -> (Vec<String>, Vec<u8>) {
-    let mut parts = Vec::new();
-    for (u, a) in h {
-        parts.push(format!("[User]\n{u}"));
-        parts.push(format!("[Assistant]\n{a}"));
+/// The session id stream-json output reported first.
+pub fn session_of(out: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["session_id"].as_str().map(str::to_owned))
+}
+
+/// One conversation as a client keeps it: its replies as it received them,
+/// and how it calls `claude`.
+#[derive(Clone, Debug)]
+pub struct Chat {
+    pub client: Client,
+    /// (user, assistant) pairs as the client received them.
+    pub history: Vec<(String, String)>,
+    /// The caller's own flags (after `-p`).
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Chat {
+    pub fn new(client: Client) -> Chat {
+        Chat {
+            client,
+            history: Vec::new(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+        }
     }
-    parts.push(format!("[User]\n{cur}"));
-    (args(&["-p"]), parts.join("\n\n").into_bytes())
+
+    /// A second conversation continuing from `history`, calling the same way.
+    pub fn branch(&self, history: Vec<(String, String)>) -> Chat {
+        Chat {
+            history,
+            ..self.clone()
+        }
+    }
+
+    /// The prompt of the turn `current`.
+    pub fn render(&self, current: &str) -> String {
+        self.client.prompt(&self.history, current)
+    }
+
+    /// argv and stdin of the turn `current`.
+    pub fn invocation(&self, current: &str) -> (Vec<String>, Vec<u8>) {
+        self.client.invocation(&self.args, &self.render(current))
+    }
+
+    /// Configure `cmd` to send `prompt` as this client does; returns its stdin.
+    pub fn prepare_prompt(&self, cmd: &mut Command, prompt: &str) -> Input {
+        let (args, stdin) = self.client.invocation(&self.args, prompt);
+        cmd.args(&args);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if let Some(cwd) = &self.cwd {
+            cmd.current_dir(cwd);
+        }
+        if stdin.is_empty() {
+            Input::Null
+        } else {
+            Input::Bytes(stdin)
+        }
+    }
+
+    /// Configure `cmd` for the turn `current`; returns its stdin.
+    pub fn prepare(&self, cmd: &mut Command, current: &str) -> Input {
+        self.prepare_prompt(cmd, &self.render(current))
+    }
+
+    /// The reply as the client reads it from stdout.
+    pub fn read(&self, stdout: &[u8]) -> Option<String> {
+        self.client.reply(stdout)
+    }
+
+    /// Keep a turn's reply in the history.
+    pub fn keep(&mut self, current: &str, ran: &Ran) {
+        let reply = self.read(&ran.stdout).expect("a reply");
+        self.history.push((current.to_string(), reply));
+    }
 }

@@ -1,8 +1,10 @@
-//! Shared support for the integration tests: a Messages-API server that logs and models
-//! prompt caching, sandboxes that run the real Claude Code CLI directly or through the
-//! shim, and masking of run-to-run noise in CLI output.
+//! The one harness of the test binaries (`tests/it`, `tests/e2e`) and the
+//! benches: a sandbox and a runner for every command, the fake CLI's
+//! conversations, one client model, the shim's store seeded and read, a
+//! Messages-API server that logs and models prompt caching for the real CLI,
+//! and the pinned Agent SDKs real clients run on.
 //!
-//! Use from a test file with `mod support;`.
+//! Use with `#[path = "../support/mod.rs"] mod support;`.
 #![allow(dead_code, unused_imports)]
 
 pub mod api;
@@ -10,10 +12,15 @@ pub mod cli;
 pub mod clients;
 pub mod mask;
 pub mod postgres;
+pub mod process;
 pub mod sandbox;
 pub mod sdk;
+pub mod store;
+pub mod turns;
 
 pub use api::{ApiServer, CacheModel, LoggedRequest, RequestKind, UsageTotals};
 pub use cli::{shim_exe, RealCli};
+pub use clients::{Chat, Client};
 pub use mask::{mask_volatile, Masker};
-pub use sandbox::{describe, run, run_with_timeout, Sandbox};
+pub use process::{describe, ok, run, run_with_timeout, Input, Ran};
+pub use sandbox::{shell, Sandbox, NO_ARGS};

@@ -1,30 +1,34 @@
-//! Throwaway directories and commands that run the real CLI, directly or through the shim.
+//! The one sandbox of every suite: throwaway directories, and commands that
+//! run `claude` (through the shim or directly) or `claude-shim` in them with a
+//! clean environment. [`super::process::run`] runs them with a timeout.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{Read, Write};
-use std::os::unix::fs::symlink;
-use std::os::unix::process::CommandExt;
+use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use super::api::ApiServer;
 use super::cli::{shim_exe, RealCli};
 use super::mask::{mask_volatile, slug};
 
-/// How long [`run`] lets a command take before killing it and failing the test.
-pub const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+/// The fake `claude` (Python behind an sh prelude, driven by `FAKE_*`).
+pub const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake-claude");
 
-/// One isolated world for CLI runs, all under one temp dir (removed on drop):
+/// No arguments, for [`Sandbox::shimmed`] and [`Sandbox::direct`].
+pub const NO_ARGS: [&str; 0] = [];
+
+/// The system directories every PATH here ends with.
+const SYSTEM_PATH: [&str; 2] = ["/usr/bin", "/bin"];
+
+/// One temp dir per test (removed on drop):
 ///
 /// ```text
 /// <root>/home        HOME (so ~/.claude is private)
-/// <root>/work        cwd of every run
-/// <root>/shim-home   CLAUDE_SHIM_HOME
-/// <root>/shim-bin    claude -> target/…/claude-shim
-/// <root>/real-bin    claude -> the real CLI
+/// <root>/work        cwd of every command
+/// <root>/shim-home   CLAUDE_SHIM_HOME (not yet there for `first_use`)
+/// <root>/bin         claude -> the shim (as `claude-shim install` links it)
+/// <root>/real-bin    claude: a copy of the fake, or a link to the real CLI
+/// <root>/tools       claude-shim -> the shim (its management name)
 /// ```
 pub struct Sandbox {
     _dir: tempfile::TempDir,
@@ -33,25 +37,68 @@ pub struct Sandbox {
     pub home: PathBuf,
     pub work: PathBuf,
     pub shim_home: PathBuf,
-    pub shim_bin: PathBuf,
+    pub bin: PathBuf,
+    /// `<bin>/claude`: the shim as a caller finds it.
+    pub claude: PathBuf,
     pub real_bin: PathBuf,
-    /// The real CLI the `real-bin/claude` link points at.
+    /// What `<real-bin>/claude` is (the fake) or points at (the real CLI).
     pub real_cli: PathBuf,
-    base_url: String,
-    extra_env: Vec<(OsString, OsString)>,
+    pub tools: PathBuf,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl Sandbox {
-    /// A sandbox whose runs talk to `server`, with the real CLI from [`RealCli::path`].
-    pub fn new(server: &ApiServer) -> Sandbox {
-        Self::with_base_url(&server.base_url())
+    /// The fake CLI as the real `claude`: a session-level Claude Code.
+    pub fn new() -> Sandbox {
+        let sb = Self::first_use();
+        std::fs::create_dir(&sb.shim_home).expect("mkdir the data dir");
+        sb
     }
 
-    /// A sandbox whose runs talk to the Messages API at `base_url`.
-    pub fn with_base_url(base_url: &str) -> Sandbox {
-        let real_cli = RealCli::path();
+    /// [`Sandbox::new`] on a machine where the shim never ran: its data
+    /// directory does not exist yet.
+    pub fn first_use() -> Sandbox {
+        Self::build("shim-home", None)
+    }
+
+    /// The fake as a process that only prints and exits as it is told
+    /// (`FAKE_TURN=0`): for comparing what a caller sees byte for byte.
+    pub fn scripted() -> Sandbox {
+        let mut sb = Self::new();
+        sb.set_env("FAKE_TURN", "0");
+        sb
+    }
+
+    /// [`Sandbox::first_use`] with an awkwardly named data directory.
+    pub fn with_data_name(name: &str) -> Sandbox {
+        Self::build(name, None)
+    }
+
+    /// The real CLI (from [`RealCli::path`]) talking to `server`.
+    pub fn real(server: &ApiServer) -> Sandbox {
+        Self::real_at(&server.base_url())
+    }
+
+    /// The real CLI talking to the Messages API at `base_url`.
+    pub fn real_at(base_url: &str) -> Sandbox {
+        let mut sb = Self::build("shim-home", Some(RealCli::path()));
+        std::fs::create_dir(&sb.shim_home).expect("mkdir the data dir");
+        sb.env.retain(|(k, _)| k != "LC_ALL");
+        for (k, v) in [
+            ("LANG", "C.UTF-8"),
+            ("ANTHROPIC_BASE_URL", base_url),
+            ("ANTHROPIC_API_KEY", "x"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+        ] {
+            sb.set_env(k, v);
+        }
+        sb
+    }
+
+    fn build(data: &str, real_cli: Option<PathBuf>) -> Sandbox {
         let dir = tempfile::Builder::new()
-            .prefix("claude-shim-e2e.")
+            .prefix("claude-shim-test.")
             .tempdir()
             .expect("create sandbox temp dir");
         let root = dir.path().canonicalize().expect("canonicalize sandbox");
@@ -60,33 +107,77 @@ impl Sandbox {
             std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
             p
         };
-        let home = mk("home");
-        let work = mk("work");
-        let shim_home = mk("shim-home");
-        let shim_bin = mk("shim-bin");
-        let real_bin = mk("real-bin");
-        symlink(shim_exe(), shim_bin.join("claude")).expect("symlink shim");
-        symlink(&real_cli, real_bin.join("claude")).expect("symlink real cli");
-        Sandbox {
+        let (home, work, bin, real_bin, tools) = (
+            mk("home"),
+            mk("work"),
+            mk("bin"),
+            mk("real-bin"),
+            mk("tools"),
+        );
+        let shim_home = root.join(data);
+        let claude = bin.join("claude");
+        symlink(shim_exe(), &claude).expect("link the shim as claude");
+        symlink(shim_exe(), tools.join("claude-shim")).expect("link claude-shim");
+        let real = real_cli.is_some();
+        let real_cli = match real_cli {
+            Some(cli) => {
+                symlink(&cli, real_bin.join("claude")).expect("link the real CLI");
+                cli
+            }
+            None => {
+                // A copy, not a link: tests check the real claude is a file
+                // nobody replaced, and some break it on purpose.
+                let fake = real_bin.join("claude");
+                std::fs::copy(FAKE, &fake).expect("copy the fake");
+                std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))
+                    .expect("chmod the fake");
+                fake
+            }
+        };
+        let mut sb = Sandbox {
             _dir: dir,
             root,
             home,
             work,
             shim_home,
-            shim_bin,
+            bin,
+            claude,
             real_bin,
             real_cli,
-            base_url: base_url.to_string(),
-            extra_env: Vec::new(),
+            tools,
+            env: Vec::new(),
+        };
+        sb.set_env("LC_ALL", "C");
+        if !real {
+            // The fake is one `claude -p` turn per process: it cannot be the
+            // live stream-json CLI a warm turn runs in (tests/e2e/warm.rs
+            // covers those, against the real CLI).
+            sb.set_env("CLAUDE_SHIM_WARM", "0");
         }
+        sb
     }
 
     /// Add (or override) an environment variable for every command built afterwards.
     pub fn set_env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
         let key = key.as_ref().to_os_string();
-        self.extra_env.retain(|(k, _)| *k != key);
-        self.extra_env.push((key, value.as_ref().to_os_string()));
+        self.env.retain(|(k, _)| *k != key);
+        self.env.push((key, value.as_ref().to_os_string()));
         self
+    }
+
+    /// A path in the sandbox root (marker, argv, pid and log files).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// `<real-bin>/claude`.
+    pub fn real_claude(&self) -> PathBuf {
+        self.real_bin.join("claude")
+    }
+
+    /// The shim directory `claude-shim install` uses by default.
+    pub fn shim_dir(&self) -> PathBuf {
+        self.shim_home.join("bin")
     }
 
     /// `~/.claude` of this sandbox.
@@ -94,114 +185,131 @@ impl Sandbox {
         self.home.join(".claude")
     }
 
-    /// Every session transcript `~/.claude/projects/*/*.jsonl`, sorted.
-    pub fn session_files(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        let Ok(projects) = std::fs::read_dir(self.claude_dir().join("projects")) else {
-            return out;
-        };
-        for project in projects.flatten() {
-            let Ok(files) = std::fs::read_dir(project.path()) else {
-                continue;
-            };
-            for f in files.flatten() {
-                let p = f.path();
-                if p.extension().is_some_and(|e| e == "jsonl") {
-                    out.push(p);
-                }
-            }
-        }
-        out.sort();
-        out
+    /// These directories, then the system's, as a PATH value.
+    pub fn path_with(&self, first: &[&Path]) -> String {
+        let dirs = first
+            .iter()
+            .map(|p| p.to_path_buf())
+            .chain(SYSTEM_PATH.iter().map(PathBuf::from));
+        std::env::join_paths(dirs)
+            .expect("PATH")
+            .to_string_lossy()
+            .into_owned()
     }
 
-    /// The transcript of session `id`, if it exists.
-    pub fn session_file(&self, id: &str) -> Option<PathBuf> {
-        let name = format!("{id}.jsonl");
-        self.session_files()
-            .into_iter()
-            .find(|p| p.file_name().is_some_and(|n| *n == *name))
-    }
-
-    /// PATH for direct runs: `<real-bin>:/usr/bin:/bin`.
+    /// PATH for direct runs: `<real-bin>:<system>`.
     pub fn direct_path(&self) -> OsString {
-        join_path(&[&self.real_bin, Path::new("/usr/bin"), Path::new("/bin")])
+        self.path_with(&[&self.real_bin]).into()
     }
 
-    /// PATH for shimmed runs: `<shim-bin>:<real-bin>:/usr/bin:/bin`.
+    /// PATH for shimmed runs: `<bin>:<real-bin>:<system>`.
     pub fn shimmed_path(&self) -> OsString {
-        join_path(&[
-            &self.shim_bin,
-            &self.real_bin,
-            Path::new("/usr/bin"),
-            Path::new("/bin"),
-        ])
+        self.path_with(&[&self.bin, &self.real_bin]).into()
     }
 
-    /// Run `claude` from a PATH that has only the real CLI.
-    pub fn direct<I, S>(&self, args: I) -> Command
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.command(self.direct_path(), args)
+    /// A clean environment for any program: HOME, CLAUDE_SHIM_HOME, the system
+    /// PATH, the sandbox's variables, and `CLAUDE_SHIM_PLATFORM` from the test
+    /// run (so `.ci/test`'s portable rerun reaches every shim); cwd `<work>`.
+    pub fn env(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("HOME", &self.home)
+            .env("CLAUDE_SHIM_HOME", &self.shim_home)
+            .env("PATH", self.path_with(&[]))
+            .current_dir(&self.work);
+        if let Some(platform) = std::env::var_os("CLAUDE_SHIM_PLATFORM") {
+            cmd.env("CLAUDE_SHIM_PLATFORM", platform);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
     }
 
-    /// Run `claude` from a PATH with the shim ahead of the real CLI.
-    pub fn shimmed<I, S>(&self, args: I) -> Command
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.command(self.shimmed_path(), args)
+    fn claude_from(
+        &self,
+        path: OsString,
+        args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Command {
+        // A bare `claude`, resolved by std from the PATH given to the child,
+        // as a caller's shell would.
+        let mut cmd = Command::new("claude");
+        self.env(&mut cmd);
+        cmd.env("PATH", path).args(args);
+        cmd
+    }
+
+    /// `claude ARGS` from a PATH with the shim ahead of the real one.
+    pub fn shimmed(&self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Command {
+        self.claude_from(self.shimmed_path(), args)
+    }
+
+    /// `claude ARGS` from a PATH that has only the real one: as without the shim.
+    pub fn direct(&self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Command {
+        self.claude_from(self.direct_path(), args)
     }
 
     /// The shim as a client configured with a path to `claude` finds it.
     pub fn shim_claude(&self) -> PathBuf {
-        self.shim_bin.join("claude")
+        self.claude.clone()
     }
 
-    /// Run `program` (a client: python, node…) in this sandbox's world: its cwd, HOME,
-    /// API server and shim home, with the shim ahead of the real CLI on PATH.
-    pub fn client<I, S>(&self, program: impl AsRef<OsStr>, args: I) -> Command
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        self.program(program, self.shimmed_path(), args)
-    }
-
-    fn command<I, S>(&self, path_env: OsString, args: I) -> Command
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        // A bare `claude`, resolved by std from the PATH given to the child, as a caller's
-        // shell would.
-        self.program("claude", path_env, args)
-    }
-
-    fn program<I, S>(&self, program: impl AsRef<OsStr>, path_env: OsString, args: I) -> Command
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    /// Run `program` (a client: python, node…) in this sandbox's world: its
+    /// cwd, HOME, API server and shim home, with the shim ahead of the real
+    /// CLI on PATH.
+    pub fn client(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Command {
         let mut cmd = Command::new(program);
-        cmd.args(args)
-            .current_dir(&self.work)
-            .env_clear()
-            .env("PATH", path_env)
-            .env("HOME", &self.home)
-            .env("LANG", "C.UTF-8")
-            .env("ANTHROPIC_BASE_URL", &self.base_url)
-            .env("ANTHROPIC_API_KEY", "x")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("CLAUDE_SHIM_HOME", &self.shim_home);
-        for (k, v) in &self.extra_env {
-            cmd.env(k, v);
-        }
+        self.env(&mut cmd);
+        cmd.env("PATH", self.shimmed_path()).args(args);
         cmd
+    }
+
+    /// `claude` through the shim, no arguments yet.
+    pub fn shim(&self) -> Command {
+        self.shimmed(NO_ARGS)
+    }
+
+    /// `claude-shim ARGS`, with only the system directories on PATH.
+    pub fn cli(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(shim_exe());
+        self.env(&mut cmd);
+        cmd.args(args);
+        cmd
+    }
+
+    /// `claude-shim` with the shimmed PATH (`claude-shim run` finds the real claude).
+    pub fn manager(&self) -> Command {
+        let mut cmd = self.cli(&[]);
+        cmd.env("PATH", self.shimmed_path());
+        cmd
+    }
+
+    /// The shim's store, created if need be, for seeding and reading.
+    pub fn store(&self) -> claude_shim::store::Store {
+        claude_shim::store::Store::open_in(&self.shim_home).expect("open store")
+    }
+
+    /// Every session transcript `~/.claude/projects/*/*.jsonl`, sorted.
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        session_files(&self.home)
+    }
+
+    /// The transcript of session `id`, if it exists.
+    pub fn session_file(&self, id: &str) -> Option<PathBuf> {
+        self.session_files()
+            .into_iter()
+            .find(|p| p.file_stem().is_some_and(|s| s == id))
+    }
+
+    /// A one-record session file for `id`, as Claude Code keeps it.
+    pub fn make_session_file(&self, id: &str) -> PathBuf {
+        let dir = self.claude_dir().join("projects/-w");
+        std::fs::create_dir_all(&dir).expect("mkdir projects");
+        let file = dir.join(format!("{id}.jsonl"));
+        std::fs::write(&file, "{\"type\":\"assistant\",\"uuid\":\"a1\"}\n").expect("session file");
+        file
     }
 
     /// Mask what legitimately differs between two runs in different sandboxes: this
@@ -223,101 +331,44 @@ impl Sandbox {
     }
 }
 
-fn join_path(dirs: &[&Path]) -> OsString {
-    std::env::join_paths(dirs).expect("join PATH")
-}
-
-/// Run `cmd` with `stdin` as its standard input, capturing stdout and stderr; panics if it
-/// takes longer than [`RUN_TIMEOUT`].
-pub fn run(cmd: Command, stdin: &[u8]) -> Output {
-    run_with_timeout(cmd, stdin, RUN_TIMEOUT)
-}
-
-/// [`run`] with an explicit timeout; the whole process group is killed on expiry.
-pub fn run_with_timeout(mut cmd: Command, stdin: &[u8], timeout: Duration) -> Output {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let desc = format!("{cmd:?}");
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {desc}: {e}"));
-    let mut child_in = child.stdin.take().expect("stdin");
-    let input = stdin.to_vec();
-    let writer = thread::spawn(move || {
-        // The child may exit without reading everything: ignore EPIPE.
-        let _ = child_in.write_all(&input);
-    });
-    let (tx, rx) = mpsc::channel::<(bool, Vec<u8>)>();
-    for (is_out, mut pipe) in [
-        (
-            true,
-            Box::new(child.stdout.take().expect("stdout")) as Box<dyn Read + Send>,
-        ),
-        (false, Box::new(child.stderr.take().expect("stderr"))),
-    ] {
-        let tx = tx.clone();
-        thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = pipe.read_to_end(&mut b);
-            let _ = tx.send((is_out, b));
-        });
-    }
-    drop(tx);
-    let deadline = Instant::now() + timeout;
-    let kill_and_panic = |child: &mut Child, what: &str, got: &[(bool, Vec<u8>)]| -> ! {
-        let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        let _ = child.kill();
-        let _ = child.wait();
-        let mut partial = String::new();
-        for (is_out, b) in got {
-            let name = if *is_out { "stdout" } else { "stderr" };
-            partial.push_str(&format!("\n--- {name} ---\n{}", String::from_utf8_lossy(b)));
-        }
-        panic!("{what} after {timeout:?}: {desc}{partial}");
-    };
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        if Instant::now() >= deadline {
-            kill_and_panic(&mut child, "timed out", &[]);
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    // Both pipes close once every process holding them has exited.
-    let mut got = Vec::new();
-    while got.len() < 2 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(x) => got.push(x),
-            Err(_) => kill_and_panic(
-                &mut child,
-                "exited but its output pipes stayed open (a lingering child?)",
-                &got,
-            ),
-        }
-    }
-    let _ = writer.join();
-    let take = |want: bool| {
-        got.iter()
-            .find(|(is_out, _)| *is_out == want)
-            .map(|(_, b)| b.clone())
-            .unwrap_or_default()
-    };
-    Output {
-        status,
-        stdout: take(true),
-        stderr: take(false),
+impl Default for Sandbox {
+    fn default() -> Self {
+        Sandbox::new()
     }
 }
 
-/// A readable dump of an [`Output`] for assertion messages.
-pub fn describe(output: &Output) -> String {
-    format!(
-        "status: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+/// Every session transcript `<home>/.claude/projects/*/*.jsonl`, sorted.
+pub fn session_files(home: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(projects) = std::fs::read_dir(home.join(".claude/projects")) else {
+        return out;
+    };
+    for project in projects.flatten() {
+        for f in std::fs::read_dir(project.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if f.path().extension().is_some_and(|e| e == "jsonl") {
+                out.push(f.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A shell by name from the system directories; panics (never skips) when absent.
+#[track_caller]
+pub fn shell(name: &str) -> PathBuf {
+    for dir in ["/usr/bin", "/bin", "/usr/local/bin"] {
+        let p = Path::new(dir).join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!(
+        "{name} is not installed; these tests need bash, zsh, fish and shellcheck \
+         (.ci/test installs them)"
+    );
 }

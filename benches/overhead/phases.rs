@@ -1,0 +1,200 @@
+//! In-process timings of the steps of a managed turn (the same library code
+//! the shim runs), and the database's WAL states they start from.
+
+use claude_shim::identity;
+use claude_shim::store::Store;
+use std::time::Instant;
+
+use crate::fake::{json_lines_chunk, text_chunk};
+use crate::measure::{ms, quantile};
+use crate::setup::{Case, Setup};
+
+/// Median wall time of `f` over `n` calls, in ms.
+pub fn time_ms(n: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let v: Vec<f64> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            ms(t.elapsed())
+        })
+        .collect();
+    quantile(&v, 0.5)
+}
+
+pub fn wal_bytes(s: &Setup) -> u64 {
+    std::fs::metadata(s.shim_home.join("shim.db-wal")).map_or(0, |m| m.len())
+}
+
+/// Checkpoint and truncate the WAL (as a quiet moment of `wal_autocheckpoint`
+/// would leave it).
+pub fn checkpoint(s: &Setup) {
+    let store = Store::open_in(&s.shim_home).expect("open store");
+    store
+        .conn
+        .execute_batch("DROP TABLE IF EXISTS bench_junk")
+        .expect("drop junk");
+    let _: (i64, i64, i64) = store
+        .conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("checkpoint");
+}
+
+/// Leave about `frames` uncheckpointed pages in the WAL, the way the shim's
+/// own runs do between autocheckpoints (every 1000 pages), in one
+/// transaction of a junk table (dropped by `checkpoint`).
+pub fn grow_wal(s: &Setup, frames: usize) {
+    let store = Store::open_in(&s.shim_home).expect("open store");
+    store
+        .conn
+        .execute_batch(
+            "PRAGMA wal_autocheckpoint = 0; BEGIN; CREATE TABLE IF NOT EXISTS bench_junk (x BLOB)",
+        )
+        .expect("junk table");
+    for _ in 0..frames {
+        store
+            .conn
+            .execute("INSERT INTO bench_junk VALUES (zeroblob(4000))", [])
+            .expect("junk");
+    }
+    store.conn.execute_batch("COMMIT").expect("commit");
+}
+
+/// In-process timings of the steps of a managed turn (the same library code
+/// the shim runs), to see where the managed overhead goes.
+pub fn phases(s: &Setup, cases: &[Case], n: usize) {
+    println!("\n### Where the managed time goes (in-process, median of {n} calls, ms)\n");
+    println!(
+        "| {:<52} | {:>8} | {:>8} | {:>8} |",
+        "step", cases[0].label, cases[1].label, cases[2].label
+    );
+    println!("|{}|{}", "-".repeat(54), "----------|".repeat(3));
+    let per_size = |label: &str, f: &dyn Fn(&Case) -> f64| {
+        let v: Vec<f64> = cases.iter().map(f).collect();
+        println!(
+            "| {label:<52} | {:>8.3} | {:>8.3} | {:>8.3} |",
+            v[0], v[1], v[2]
+        );
+    };
+    per_size("read the prompt file (stand-in for reading stdin)", &|c| {
+        time_ms(n, || {
+            std::hint::black_box(std::fs::read(&c.resumed).expect("read"));
+        })
+    });
+    per_size(
+        "decide::understand (UTF-8 check, every dialect parses)",
+        &|c| {
+            let bytes = std::fs::read(&c.resumed).expect("read");
+            time_ms(n, || {
+                let prompt = claude_shim::prompt::Prompt::Stdin {
+                    bytes: bytes.clone(),
+                };
+                std::hint::black_box(claude_shim::turn::understand::understand(&prompt));
+            })
+        },
+    );
+    per_size(
+        "  of which cloning the prompt once (memcpy + page faults)",
+        &|c| {
+            let bytes = std::fs::read(&c.resumed).expect("read");
+            time_ms(n, || {
+                std::hint::black_box(bytes.clone());
+            })
+        },
+    );
+    per_size(
+        "identity::chain over the user turns (once per lookup/pin)",
+        &|c| {
+            time_ms(n, || {
+                std::hint::black_box(
+                    c.users
+                        .iter()
+                        .fold(identity::Chain::empty(), |ch, u| ch.user(u)),
+                );
+            })
+        },
+    );
+    // The output observer, alone (what the tee feeds every chunk to).
+    for (label, format, chunk) in [
+        (
+            "observer: text output, GB/s (keeps the start for the hash)",
+            claude_shim::invocation::OutputFormat::Text,
+            text_chunk(),
+        ),
+        (
+            "observer: stream-json lines of ~1 KiB, GB/s",
+            claude_shim::invocation::OutputFormat::StreamJson,
+            json_lines_chunk(),
+        ),
+    ] {
+        let rate = |mib: usize| {
+            let t = Instant::now();
+            let mut o = claude_shim::observe::Observer::new(format);
+            for _ in 0..mib {
+                for part in chunk.chunks(64 << 10) {
+                    o.feed(part);
+                }
+            }
+            std::hint::black_box(o.finish());
+            (mib * chunk.len()) as f64 / t.elapsed().as_secs_f64() / 1e9
+        };
+        let v: Vec<f64> = (0..5).map(|_| rate(64)).collect();
+        println!(
+            "| {label:<52} | {:>8.2} | {:>8} | {:>8} |",
+            quantile(&v, 0.5),
+            "″",
+            "″"
+        );
+    }
+    // The database: opening it is the same for every size.
+    let node = identity::Chain::empty()
+        .user("no such turn")
+        .node(&identity::ScopeParts::default().scope());
+    let open_and_find = || {
+        let store = Store::open_in(&s.shim_home).expect("open store");
+        std::hint::black_box(store.find_pins(&node).expect("find"));
+    };
+    checkpoint(s);
+    let empty = time_ms(n, open_and_find);
+    let wal0 = wal_bytes(s);
+    grow_wal(s, 480);
+    let wal_half = wal_bytes(s);
+    let half = time_ms(n, open_and_find);
+    checkpoint(s);
+    grow_wal(s, 980);
+    let wal_full = wal_bytes(s);
+    let full = time_ms(n, open_and_find);
+    checkpoint(s);
+    for (label, t) in [
+        (
+            format!(
+                "Store::open_in + find_pins, WAL {:.1} MiB",
+                wal0 as f64 / 1048576.0
+            ),
+            empty,
+        ),
+        (
+            format!(
+                "Store::open_in + find_pins, WAL {:.1} MiB",
+                wal_half as f64 / 1048576.0
+            ),
+            half,
+        ),
+        (
+            format!(
+                "Store::open_in + find_pins, WAL {:.1} MiB",
+                wal_full as f64 / 1048576.0
+            ),
+            full,
+        ),
+    ] {
+        println!("| {label:<52} | {t:>8.3} | {:>8} | {:>8} |", "″", "″");
+    }
+    println!(
+        "\nThe shim closes the database without a checkpoint, so the WAL holds up to\n\
+         wal_autocheckpoint (1000 pages, ~4 MiB) and the next process, the first to open it,\n\
+         rebuilds the WAL index by reading all of it."
+    );
+}

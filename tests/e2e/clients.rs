@@ -1,0 +1,330 @@
+//! Real clients as they really run, through the shim in front of the REAL Claude Code
+//! CLI and the loopback Messages-API server: the official Agent SDKs (Python
+//! `claude-agent-sdk`, TypeScript `@anthropic-ai/claude-agent-sdk`, pinned in
+//! `.ci/agent-sdk-*-version`, installed by `.ci/install-sdks`) driven by our client
+//! programs in `tests/clients/`, and a caller that turns session persistence off.
+//!
+//! The clients' process lifecycles are their own: the Python SDK waits for the CLI's
+//! answer to `initialize` before it sends the message; the TypeScript one sends both at
+//! once; the eager clients start the next turn the instant the previous turn's result
+//! arrives, while that CLI is still running. The logged request bodies prove what the
+//! model was sent: every earlier message once, the new one once.
+
+use crate::support::store::run_rows;
+use crate::support::{describe, run, sdk, ApiServer, Chat, Client, Ran, Sandbox};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+struct World {
+    server: ApiServer,
+    sb: Sandbox,
+}
+
+impl World {
+    fn new() -> World {
+        let server = ApiServer::start();
+        let sb = Sandbox::real(&server);
+        World { server, sb }
+    }
+
+    /// Our client program for `sdk` in `mode`, with `cli` as its path to claude.
+    fn client(&self, sdk: Sdk, mode: &str, turns: usize, cli: &PathBuf, prompt: &str) -> Command {
+        let (program, script) = match sdk {
+            Sdk::Python => (sdk::python(), sdk::py_client()),
+            Sdk::TypeScript => (PathBuf::from("node"), sdk::ts_client()),
+        };
+        let mut cmd = self.sb.client(program, [script.as_os_str()]);
+        cmd.args([mode, "--cli"]).arg(cli).args([
+            "--turns",
+            &turns.to_string(),
+            "--prompt",
+            prompt,
+        ]);
+        if sdk == Sdk::TypeScript {
+            cmd.env("CLAUDE_AGENT_SDK_DIR", sdk::ts_package());
+        }
+        cmd
+    }
+
+    /// Run a client through the shim; its turn lines and every message line.
+    fn run_client(
+        &self,
+        sdk: Sdk,
+        mode: &str,
+        turns: usize,
+        prompt: &str,
+    ) -> (Vec<Value>, Vec<Value>) {
+        let out = run(
+            self.client(sdk, mode, turns, &self.sb.shim_claude(), prompt),
+            b"",
+        );
+        lines(&out)
+    }
+
+    /// `(kind, why_code)` of every managed turn, in order.
+    fn runs(&self) -> Vec<(String, String)> {
+        run_rows(&self.sb.shim_home)
+            .into_iter()
+            .map(|r| (r.kind, r.why_code))
+            .collect()
+    }
+}
+
+/// The client's output: turn lines and message lines (`{"message": …}`).
+fn lines(out: &Ran) -> (Vec<Value>, Vec<Value>) {
+    assert!(out.status.success(), "client failed:\n{}", describe(out));
+    let mut turns = Vec::new();
+    let mut messages = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        match v.get("message") {
+            Some(m) => messages.push(m.clone()),
+            None => turns.push(v),
+        }
+    }
+    (turns, messages)
+}
+
+/// Every turn answered; returns the replies.
+fn replies(turns: &[Value], n: usize) -> Vec<String> {
+    assert_eq!(turns.len(), n, "{turns:?}");
+    turns
+        .iter()
+        .map(|t| {
+            assert_eq!(t["is_error"], false, "{t}");
+            t["result"].as_str().expect("result").to_owned()
+        })
+        .collect()
+}
+
+/// Request k (1-based) of a replaying client carries the first message as the client
+/// sent it (a first turn, "Human: …"), then each later message once, as the bare
+/// message; and the replies in between once.
+fn assert_one_copy_of_history(w: &World, msgs: &[String], replies: &[String]) {
+    let main = w.server.main_requests();
+    assert_eq!(main.len(), msgs.len(), "one API call per turn");
+    for (k, req) in main.iter().enumerate() {
+        let mut want: Vec<String> = vec![format!("Human: {}", msgs[0])];
+        want.extend(msgs[1..=k].iter().cloned());
+        assert_eq!(req.user_texts(), want, "request {}", k + 1);
+        assert_eq!(
+            req.assistant_texts(),
+            replies[..k].to_vec(),
+            "request {}",
+            k + 1
+        );
+    }
+}
+
+/// The session file holds each message once, and no replayed transcript.
+fn assert_session_holds_each_message_once(w: &World, session: &str, msgs: &[String]) {
+    let path = w.sb.session_file(session).expect("session file");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let users: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["type"] == "user" && r["isMeta"] != true)
+        .filter_map(|r| match &r["message"]["content"] {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(b) => b
+                .iter()
+                .find(|b| b["type"] == "text")
+                .and_then(|b| b["text"].as_str().map(str::to_owned)),
+            _ => None,
+        })
+        .collect();
+    let mut want = vec![format!("Human: {}", msgs[0])];
+    want.extend(msgs[1..].iter().cloned());
+    assert_eq!(users, want, "{}", path.display());
+}
+
+fn replay_is_resumed(sdk: Sdk, mode: &str) {
+    let w = World::new();
+    let n = 5;
+    let (turns, _) = w.run_client(sdk, mode, n, "message {k}");
+    let replies = replies(&turns, n);
+    let sessions: Vec<&str> = turns
+        .iter()
+        .map(|t| t["session_id"].as_str().unwrap())
+        .collect();
+    let kinds = w.runs();
+    assert_eq!(kinds.len(), n, "{kinds:?}");
+    assert_eq!(kinds[0].0, "fresh", "{kinds:?}");
+    for (k, (kind, why)) in kinds.iter().enumerate().skip(1) {
+        assert!(
+            kind == "resumed" || kind == "forked",
+            "turn {} ran {kind} ({why}): {kinds:?}",
+            k + 1
+        );
+    }
+    let msgs: Vec<String> = (1..=n).map(|k| format!("message {k}")).collect();
+    assert_one_copy_of_history(&w, &msgs, &replies);
+    if kinds.iter().all(|(k, _)| k != "forked") {
+        assert!(sessions.iter().all(|s| *s == sessions[0]), "{sessions:?}");
+        assert_session_holds_each_message_once(&w, sessions[0], &msgs);
+    }
+}
+
+#[test]
+fn python_sdk_one_query_per_turn_is_resumed_from_turn_2() {
+    replay_is_resumed(Sdk::Python, "replay");
+}
+
+#[test]
+fn typescript_sdk_one_query_per_turn_is_resumed_from_turn_2() {
+    replay_is_resumed(Sdk::TypeScript, "replay");
+}
+
+#[test]
+fn python_sdk_starting_the_next_turn_at_the_result_is_resumed() {
+    replay_is_resumed(Sdk::Python, "eager");
+}
+
+#[test]
+fn typescript_sdk_starting_the_next_turn_at_the_result_is_resumed() {
+    replay_is_resumed(Sdk::TypeScript, "eager");
+}
+
+/// One client session, one CLI process, several messages: the client gets the same
+/// messages through the shim as without it (ids, timings and paths masked).
+fn session_is_unchanged(sdk: Sdk) {
+    let n = 3;
+    let direct = World::new();
+    let real = direct.sb.real_bin.join("claude");
+    let out = run(direct.client(sdk, "session", n, &real, "message {k}"), b"");
+    let (d_turns, d_msgs) = lines(&out);
+    let shimmed = World::new();
+    let (s_turns, s_msgs) = shimmed.run_client(sdk, "session", n, "message {k}");
+    assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
+    let mask = |w: &World, m: &[Value]| -> Vec<String> {
+        m.iter()
+            .map(|v| w.sb.mask(&v.to_string()))
+            .map(|s| mask_costs(&s))
+            .collect()
+    };
+    assert_eq!(mask(&direct, &d_msgs), mask(&shimmed, &s_msgs));
+    assert!(d_msgs.len() >= 3 * n, "{d_msgs:?}");
+    // One process answered every message: the shim pinned nothing of it.
+    let runs = shimmed.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+}
+
+/// Costs are the same figures in both, but their float text may differ in the last
+/// digit between runs: compare them to 6 places.
+fn mask_costs(s: &str) -> String {
+    let mut v: Value = serde_json::from_str(s).unwrap();
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                for (k, x) in o.iter_mut() {
+                    if k.contains("cost") || k.contains("Cost") {
+                        if let Some(f) = x.as_f64() {
+                            *x = Value::String(format!("{f:.6}"));
+                            continue;
+                        }
+                    }
+                    walk(x);
+                }
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut v);
+    v.to_string()
+}
+
+#[test]
+fn python_sdk_client_session_sees_the_same_messages_through_the_shim() {
+    session_is_unchanged(Sdk::Python);
+}
+
+#[test]
+fn typescript_sdk_streaming_session_sees_the_same_messages_through_the_shim() {
+    session_is_unchanged(Sdk::TypeScript);
+}
+
+/// A claude-max-api-proxy-style caller that passes `--no-session-persistence` on every
+/// call, with the transcript as the positional prompt. Returns the replies.
+fn ephemeral_conversation(w: &World, msgs: &[String]) -> Vec<String> {
+    let mut chat = Chat::new(Client::MaxProxy);
+    chat.args = vec!["--no-session-persistence".into()];
+    for m in msgs {
+        let mut cmd = w.sb.shim();
+        let input = chat.prepare(&mut cmd, m);
+        let out = run(cmd, input);
+        assert!(out.status.success(), "{}", describe(&out));
+        chat.keep(m, &out);
+    }
+    chat.history.into_iter().map(|(_, r)| r).collect()
+}
+
+#[test]
+fn a_caller_without_persistence_is_resumed_and_its_sessions_go_after_the_ttl() {
+    let mut w = World::new();
+    w.sb.set_env("CLAUDE_SHIM_EPHEMERAL_TTL", "3s");
+    let msgs: Vec<String> = (1..=4).map(|k| format!("ephemeral {k}")).collect();
+    ephemeral_conversation(&w, &msgs);
+    let kinds = w.runs();
+    let kinds: Vec<&str> = kinds.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["fresh", "resumed", "resumed", "resumed"]);
+    // Each request carries each message once: the new one is its last user text.
+    for (k, req) in w.server.main_requests().iter().enumerate() {
+        let users = req.user_texts();
+        assert_eq!(users.len(), k + 1, "request {}: {users:?}", k + 1);
+        assert!(users[k].ends_with(&msgs[k]), "{users:?}");
+    }
+    let files = w.sb.session_files();
+    assert_eq!(files.len(), 1, "one session, owned by the shim: {files:?}");
+    // Idle past the TTL: the next managed turn (any) sweeps it away.
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    let out = run(w.sb.shimmed(["-p", "an unrelated question"]), b"");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        !files[0].exists(),
+        "{} outlived its TTL",
+        files[0].display()
+    );
+    let db = rusqlite::Connection::open(w.sb.shim_home.join("shim.db")).unwrap();
+    let ephemeral: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM sessions WHERE ephemeral = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(ephemeral, 0, "the shim forgot the removed session");
+    assert_eq!(
+        w.sb.session_files().len(),
+        1,
+        "the unrelated turn's own session stays"
+    );
+}
+
+#[test]
+fn with_persistence_respected_a_caller_without_it_is_left_alone() {
+    let mut w = World::new();
+    w.sb.set_env("CLAUDE_SHIM_PERSISTENCE", "respect");
+    let msgs: Vec<String> = (1..=3).map(|k| format!("respected {k}")).collect();
+    ephemeral_conversation(&w, &msgs);
+    assert!(
+        w.sb.session_files().is_empty(),
+        "{:?}",
+        w.sb.session_files()
+    );
+    assert!(
+        !w.sb.shim_home.join("shim.db").exists() || w.runs().is_empty(),
+        "passed through: not managed"
+    );
+    // Replayed every turn: request k carries all k messages in one prompt.
+    let main = w.server.main_requests();
+    assert_eq!(main[2].user_texts().len(), 1);
+    assert!(main[2].user_texts()[0].contains("respected 1"));
+}

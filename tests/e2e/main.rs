@@ -1,0 +1,19 @@
+//! End-to-end tests: the shim in front of the REAL Claude Code CLI (the
+//! pinned install from `.ci/install-cli`, or `$CLAUDE_SHIM_TEST_CLI`) and the
+//! loopback Messages-API server of `tests/support/api.rs`, offline; `clients`
+//! also runs the pinned Agent SDKs (`.ci/install-sdks`), and `fleet` a real
+//! PostgreSQL server (Debian's `postgresql`) it starts on loopback. They fail,
+//! never skip, without them.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod clients;
+mod compaction;
+mod r#continue;
+mod dialects;
+mod fleet;
+mod passthrough;
+mod resume;
+mod sessions;
+mod warm;

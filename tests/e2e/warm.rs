@@ -1,0 +1,625 @@
+//! Warm turns against the REAL CLI and the loopback API server: a conversation's next
+//! turn runs in the live process of its last turn (kept by the keeper), and the caller
+//! sees the same bytes and exit statuses as with cold runs (ids, timings and paths
+//! masked), while the API requests carry one copy of history. Faults: the keeper or the
+//! live CLI killed, the caller killed mid-turn, TTL expiry, a full pool, two turns at
+//! once, the environment changed — every turn answered, no stray process, every line
+//! of the session file intact.
+
+use crate::support::clients::{labels, result_reply, text_reply};
+use crate::support::store::run_rows;
+use crate::support::{describe, run, ApiServer, Ran, Sandbox};
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+    StreamJson,
+}
+
+impl Format {
+    fn args(self) -> Vec<&'static str> {
+        match self {
+            Format::Text => vec!["-p"],
+            Format::Json => vec!["-p", "--output-format", "json", "--max-turns", "5"],
+            Format::StreamJson => vec!["-p", "--output-format", "stream-json", "--verbose"],
+        }
+    }
+
+    fn reply(self, out: &Ran) -> String {
+        match self {
+            Format::Text => text_reply(&out.stdout),
+            Format::Json => serde_json::from_slice::<Value>(&out.stdout).expect("json result")
+                ["result"]
+                .as_str()
+                .expect("result text")
+                .to_owned(),
+            Format::StreamJson => result_reply(&out.stdout),
+        }
+    }
+}
+
+struct World {
+    server: ApiServer,
+    sb: Sandbox,
+    history: Vec<(String, String)>,
+}
+
+impl World {
+    fn new(warm: bool) -> World {
+        let server = ApiServer::start();
+        let mut sb = Sandbox::real(&server);
+        if !warm {
+            sb.set_env("CLAUDE_SHIM_WARM", "0");
+        }
+        let log = sb.root.join("shim.log");
+        sb.set_env("CLAUDE_SHIM_LOG", &log);
+        World {
+            server,
+            sb,
+            history: Vec::new(),
+        }
+    }
+
+    /// One turn of a `Human:`/`Assistant:` client replaying its transcript on stdin.
+    fn turn(&mut self, format: Format, msg: &str) -> Ran {
+        let prompt = labels(&self.history, msg, "Human", "\n\n");
+        let out = run(self.sb.shimmed(format.args()), prompt.as_bytes());
+        if out.status.success() {
+            self.history.push((msg.to_owned(), format.reply(&out)));
+        }
+        out
+    }
+
+    /// `(kind, engine)` of every managed turn, in order.
+    fn runs(&self) -> Vec<(String, String)> {
+        run_rows(&self.sb.shim_home)
+            .into_iter()
+            .map(|r| (r.kind, r.engine))
+            .collect()
+    }
+
+    fn stop_keeper(&self) {
+        let mut cmd = std::process::Command::new(crate::support::shim_exe());
+        cmd.args(["warm", "stop"])
+            .env_clear()
+            .env("HOME", &self.sb.home)
+            .env("CLAUDE_SHIM_HOME", &self.sb.shim_home);
+        let out = run(cmd, b"");
+        assert!(out.status.success(), "{}", describe(&out));
+    }
+
+    /// Processes started for this sandbox (its HOME in their environment).
+    fn processes(&self) -> Vec<i32> {
+        processes_with_home(&self.sb.home)
+    }
+
+    /// Every session file line is one whole JSON record: no interleaved writers.
+    fn assert_session_files_intact(&self) {
+        for f in self.sb.session_files() {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                assert!(
+                    serde_json::from_str::<Value>(line).is_ok(),
+                    "{} line {}: {line}",
+                    f.display(),
+                    i + 1
+                );
+            }
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        // Leave no live CLI behind, whatever the test did.
+        for pid in self.processes() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+fn processes_with_home(home: &Path) -> Vec<i32> {
+    let needle = format!("HOME={}\0", home.display());
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if pid == std::process::id() as i32 {
+            continue;
+        }
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if environ
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn eventually<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn same_as_cold(format: Format) {
+    let turns = 10;
+    let mut cold = World::new(false);
+    let mut warm = World::new(true);
+    for k in 1..=turns {
+        let msg = format!("message {k}");
+        let c = cold.turn(format, &msg);
+        let w = warm.turn(format, &msg);
+        assert_eq!(c.status.code(), w.status.code(), "turn {k}");
+        let mask = |wd: &World, o: &[u8]| mask_usage(&wd.sb.mask(&String::from_utf8_lossy(o)));
+        assert_eq!(
+            mask(&cold, &c.stdout),
+            mask(&warm, &w.stdout),
+            "turn {k} stdout:\n{}",
+            describe(&w)
+        );
+        assert_eq!(
+            mask(&cold, &c.stderr),
+            mask(&warm, &w.stderr),
+            "turn {k} stderr"
+        );
+    }
+    let engines: Vec<String> = warm.runs().into_iter().map(|(_, e)| e).collect();
+    if engines.iter().skip(1).any(|e| e != "warm") {
+        eprintln!(
+            "{}",
+            std::fs::read_to_string(warm.sb.root.join("shim.log")).unwrap_or_default()
+        );
+    }
+    let mut want = vec!["live".to_string()];
+    want.extend(std::iter::repeat_n("warm".to_string(), turns - 1));
+    assert_eq!(
+        engines, want,
+        "turn 1 starts the live CLI, the rest run in it"
+    );
+    let cold_engines: Vec<String> = cold.runs().into_iter().map(|(_, e)| e).collect();
+    assert!(cold_engines.iter().all(|e| e == "cold"), "{cold_engines:?}");
+    // The same requests (one copy of history each), warm and cold, but for what a
+    // multi-turn process is told (see `known_differences`).
+    let (c, w) = (cold.server.main_requests(), warm.server.main_requests());
+    assert_eq!(c.len(), turns);
+    assert_eq!(w.len(), turns);
+    for (k, (c, w)) in c.iter().zip(&w).enumerate() {
+        let transcript = |wd: &World, r: &crate::support::LoggedRequest| {
+            wd.sb.mask(&format!("{:?}", r.transcript()))
+        };
+        assert_eq!(
+            transcript(&cold, c),
+            transcript(&warm, w),
+            "request {}",
+            k + 1
+        );
+        assert_eq!(w.user_texts().len(), k + 1, "request {}: one copy", k + 1);
+        let masked = |wd: &World, v: &Value| wd.sb.mask(&v.to_string());
+        assert_eq!(
+            masked(&cold, &c.body["system"]),
+            masked(&warm, &w.body["system"]),
+            "request {}",
+            k + 1
+        );
+        let (ct, wt) = (
+            known_differences(&c.body, format),
+            known_differences(&w.body, format),
+        );
+        assert_eq!(
+            masked(&cold, &ct),
+            masked(&warm, &wt),
+            "request {} tools and thinking",
+            k + 1
+        );
+    }
+    warm.assert_session_files_intact();
+    warm.stop_keeper();
+    assert!(eventually(
+        Duration::from_secs(10),
+        "the live CLI to end",
+        || { warm.processes().is_empty().then_some(true) }
+    ));
+}
+
+/// Usage figures track the request's bytes, which differ slightly (see
+/// `known_differences`); everything else of the line must match.
+fn mask_usage(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('"') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let Some(end) = rest[1..].find('"') else {
+            break;
+        };
+        let key = &rest[1..end + 1];
+        let after = &rest[end + 2..];
+        let numeric =
+            after.starts_with(':') && after[1..].starts_with(|c: char| c.is_ascii_digit());
+        let lower = key.to_ascii_lowercase();
+        if numeric && (lower.contains("token") || lower.contains("cost")) {
+            let len = after[1..]
+                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
+                .unwrap_or(after.len() - 1);
+            out.push_str(&format!("\"{key}\":<n>"));
+            rest = &after[1 + len..];
+        } else {
+            out.push_str(&rest[..end + 2]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The two things a live (multi-turn, stream-json) process tells the model otherwise
+/// than a one-shot `-p` run, normalised to the one-shot form (checked on 2.1.330, not
+/// reachable by flags): Bash's default background timeout (30 min instead of 10), and,
+/// for callers without `--verbose`, thinking display `updates` instead of `omitted`.
+fn known_differences(body: &Value, format: Format) -> Value {
+    let mut tools = serde_json::to_string(&body["tools"]).unwrap();
+    tools = tools.replace("default 1800000", "default 600000");
+    let mut thinking = body["thinking"].clone();
+    if format != Format::StreamJson && thinking["display"] == "updates" {
+        thinking["display"] = "omitted".into();
+    }
+    serde_json::json!({ "tools": tools, "thinking": thinking })
+}
+
+#[test]
+fn warm_turns_print_what_cold_turns_print_in_text() {
+    same_as_cold(Format::Text);
+}
+
+#[test]
+fn warm_turns_print_what_cold_turns_print_in_json() {
+    same_as_cold(Format::Json);
+}
+
+#[test]
+fn warm_turns_print_what_cold_turns_print_in_stream_json() {
+    same_as_cold(Format::StreamJson);
+}
+
+// ---- faults --------------------------------------------------------------------------
+
+impl World {
+    /// `warm status --json` of this world's keeper (`Value::Null` when none runs).
+    fn keeper_status(&self) -> Value {
+        let mut cmd = std::process::Command::new(crate::support::shim_exe());
+        cmd.args(["warm", "status", "--json"])
+            .env_clear()
+            .env("HOME", &self.sb.home)
+            .env("CLAUDE_SHIM_HOME", &self.sb.shim_home);
+        let out = run(cmd, b"");
+        assert!(out.status.success(), "{}", describe(&out));
+        serde_json::from_slice::<Value>(&out.stdout).expect("status json")["keeper"].clone()
+    }
+
+    fn keeper_pid(&self) -> i32 {
+        self.keeper_status()["pid"].as_i64().expect("a keeper runs") as i32
+    }
+
+    /// Pids of the live CLIs the keeper holds.
+    fn live_pids(&self) -> Vec<i32> {
+        let s = self.keeper_status();
+        s["live"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| l["pid"].as_i64())
+                    .map(|p| p as i32)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn last_engine(&self) -> String {
+        self.runs()
+            .last()
+            .map(|(_, e)| e.clone())
+            .unwrap_or_default()
+    }
+
+    /// The turn answered what the model saw: the history once, then this message.
+    fn assert_answered(&self, out: &Ran, k: usize) {
+        assert!(out.status.success(), "turn {k}: {}", describe(out));
+        let req = self.server.last_main().expect("a request");
+        assert_eq!(req.user_texts().len(), k, "turn {k}: one copy of history");
+        assert_eq!(
+            text_reply(&out.stdout),
+            req.reply,
+            "turn {k}: the caller got the model's answer"
+        );
+    }
+
+    /// A turn, run in the background; the shim's pid is known at once.
+    fn turn_in_background(&self, msg: &str) -> std::process::Child {
+        let prompt = labels(&self.history, msg, "Human", "\n\n");
+        let mut cmd = self.sb.shimmed(["-p"]);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn turn");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(prompt.as_bytes())
+            .unwrap();
+        child
+    }
+}
+
+fn kill9(pid: i32) {
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+fn gone(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
+}
+
+/// Two warm turns in (turn 1 starts the live CLI).
+fn warmed() -> World {
+    let mut w = World::new(true);
+    for k in 1..=2 {
+        let out = w.turn(Format::Text, &format!("message {k}"));
+        w.assert_answered(&out, k);
+    }
+    assert_eq!(w.last_engine(), "warm");
+    w
+}
+
+fn finish(w: &World) {
+    w.assert_session_files_intact();
+    w.stop_keeper();
+    eventually(Duration::from_secs(15), "no process left", || {
+        w.processes().is_empty().then_some(())
+    });
+}
+
+#[test]
+fn keeper_killed_between_turns_leaves_no_process_and_the_next_turn_is_answered() {
+    let mut w = warmed();
+    let (keeper, live) = (w.keeper_pid(), w.live_pids());
+    kill9(keeper);
+    // Its live CLI reads its input from the keeper: it ends on its own.
+    eventually(
+        Duration::from_secs(15),
+        "the orphaned live CLI to end",
+        || live.iter().all(|p| gone(*p)).then_some(()),
+    );
+    let out = w.turn(Format::Text, "message 3");
+    w.assert_answered(&out, 3);
+    finish(&w);
+}
+
+#[test]
+fn keeper_killed_mid_turn_the_turn_still_completes() {
+    let mut w = warmed();
+    w.server.set_latency(Duration::from_millis(1500));
+    let keeper = w.keeper_pid();
+    let child = w.turn_in_background("message 3");
+    std::thread::sleep(Duration::from_millis(500));
+    kill9(keeper);
+    let out = child.wait_with_output().map(Ran::from).unwrap();
+    w.server.set_latency(Duration::ZERO);
+    w.assert_answered(&out, 3);
+    assert_eq!(
+        w.last_engine(),
+        "warm",
+        "it ran in the live CLI the shim held"
+    );
+    w.history
+        .push(("message 3".into(), text_reply(&out.stdout)));
+    let out = w.turn(Format::Text, "message 4");
+    w.assert_answered(&out, 4);
+    finish(&w);
+}
+
+#[test]
+fn live_cli_killed_between_turns_or_mid_turn_the_turn_is_answered() {
+    let mut w = warmed();
+    for pid in w.live_pids() {
+        kill9(pid);
+    }
+    let out = w.turn(Format::Text, "message 3");
+    w.assert_answered(&out, 3);
+    // Lent before the keeper saw it die, the turn reran cold and left no live
+    // CLI: the next turn starts one.
+    let mut k = 3;
+    if w.live_pids().is_empty() {
+        k += 1;
+        let out = w.turn(Format::Text, &format!("message {k}"));
+        w.assert_answered(&out, k);
+    }
+    let live = w.live_pids();
+    assert_eq!(live.len(), 1, "{:?}", w.runs());
+    // Mid-turn, before any output (text prints at the end): it reruns cold,
+    // and the model sees the message once (what the killed process wrote to
+    // the session is taken back, not repaired by the CLI into a second copy).
+    k += 1;
+    let msg = format!("message {k}");
+    w.server.set_latency(Duration::from_millis(1500));
+    let child = w.turn_in_background(&msg);
+    eventually(Duration::from_secs(30), "the turn's request", || {
+        w.server
+            .requests()
+            .iter()
+            .any(|r| r.last_user_text().is_some_and(|t| t.contains(&msg)))
+            .then_some(())
+    });
+    for pid in live {
+        kill9(pid);
+    }
+    let out = child.wait_with_output().map(Ran::from).unwrap();
+    w.server.set_latency(Duration::ZERO);
+    w.assert_answered(&out, k);
+    let last = w.server.last_main().unwrap();
+    assert!(
+        !last
+            .assistant_texts()
+            .iter()
+            .any(|t| t.contains("No response requested")),
+        "{:?}",
+        last.assistant_texts()
+    );
+    assert_eq!(w.last_engine(), "cold", "{:?}", w.runs());
+    finish(&w);
+}
+
+#[test]
+fn a_caller_killed_mid_turn_leaves_no_live_cli_working_for_it() {
+    let mut w = warmed();
+    w.server.set_latency(Duration::from_secs(3));
+    let live = w.live_pids();
+    let mut child = w.turn_in_background("message 3");
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().unwrap();
+    let _ = child.wait();
+    eventually(
+        Duration::from_secs(10),
+        "the abandoned live CLI to end",
+        || live.iter().all(|p| gone(*p)).then_some(()),
+    );
+    w.server.set_latency(Duration::ZERO);
+    // The caller retries: answered, with the history once.
+    let out = w.turn(Format::Text, "message 3");
+    assert!(out.status.success(), "{}", describe(&out));
+    finish(&w);
+}
+
+#[test]
+fn idle_past_the_ttl_the_live_cli_and_the_keeper_end() {
+    let mut w = World::new(true);
+    w.sb.set_env("CLAUDE_SHIM_WARM_TTL", "2s");
+    for k in 1..=2 {
+        let out = w.turn(Format::Text, &format!("message {k}"));
+        w.assert_answered(&out, k);
+    }
+    let live = w.live_pids();
+    assert_eq!(live.len(), 1);
+    eventually(Duration::from_secs(15), "the TTL to end it", || {
+        (live.iter().all(|p| gone(*p)) && w.processes().is_empty()).then_some(())
+    });
+    assert!(
+        w.keeper_status().is_null(),
+        "the keeper exits when it holds nothing"
+    );
+    let out = w.turn(Format::Text, "message 3");
+    w.assert_answered(&out, 3);
+    assert_eq!(w.last_engine(), "live");
+    finish(&w);
+}
+
+#[test]
+fn a_full_pool_ends_the_least_recently_used_live_cli() {
+    let mut a = World::new(true);
+    a.sb.set_env("CLAUDE_SHIM_WARM_MAX", "1");
+    let out = a.turn(Format::Text, "first conversation");
+    a.assert_answered(&out, 1);
+    // A second conversation in the same world: its own live CLI, the first's ends.
+    let saved = std::mem::take(&mut a.history);
+    let out = a.turn(Format::Text, "second conversation");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(a.live_pids().len() <= 1, "{}", a.keeper_status());
+    a.history = saved;
+    let out = a.turn(Format::Text, "first again");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        a.last_engine(),
+        "live",
+        "its live CLI was ended for the other"
+    );
+    assert!(a.live_pids().len() <= 1);
+    finish(&a);
+}
+
+#[test]
+fn two_turns_of_one_conversation_at_once_one_warm_one_cold_never_two_writers() {
+    let w = warmed();
+    w.server.set_latency(Duration::from_millis(1500));
+    let first = w.turn_in_background("message 3");
+    std::thread::sleep(Duration::from_millis(300));
+    let second = w.turn_in_background("message 3");
+    let (a, b) = (
+        first.wait_with_output().map(Ran::from).unwrap(),
+        second.wait_with_output().map(Ran::from).unwrap(),
+    );
+    w.server.set_latency(Duration::ZERO);
+    for out in [&a, &b] {
+        assert!(out.status.success(), "{}", describe(out));
+        assert!(
+            text_reply(&out.stdout).starts_with("reply "),
+            "{}",
+            describe(out)
+        );
+    }
+    let runs = w.runs();
+    let last: Vec<&(String, String)> = runs.iter().rev().take(2).collect();
+    assert!(
+        last.iter().any(|(_, e)| e == "warm") && last.iter().any(|(k, _)| k == "forked"),
+        "one ran in the live CLI, the other branched: {runs:?}"
+    );
+    finish(&w);
+}
+
+#[test]
+fn a_changed_environment_starts_a_new_live_cli() {
+    let mut w = warmed();
+    let old = w.live_pids();
+    w.sb.set_env("SOME_SETTING_FOR_TOOLS", "changed");
+    let out = w.turn(Format::Text, "message 3");
+    w.assert_answered(&out, 3);
+    assert_eq!(
+        w.last_engine(),
+        "live",
+        "not the old process: {:?}",
+        w.runs()
+    );
+    eventually(Duration::from_secs(10), "the old live CLI to end", || {
+        old.iter().all(|p| gone(*p)).then_some(())
+    });
+    // A changed instruction file likewise.
+    std::fs::write(w.sb.work.join("CLAUDE.md"), "Answer briefly.").unwrap();
+    let out = w.turn(Format::Text, "message 4");
+    w.assert_answered(&out, 4);
+    assert_eq!(w.last_engine(), "live");
+    finish(&w);
+}
+
+#[test]
+fn a_keeper_whose_data_dir_is_removed_ends_with_its_live_clis() {
+    // A test's temp dir removed, a user's `rm -rf` of the data dir: no shim can
+    // reach the keeper again, so it ends itself and what it holds.
+    let w = warmed();
+    let (keeper, live) = (w.keeper_pid(), w.live_pids());
+    assert!(!live.is_empty());
+    std::fs::remove_dir_all(&w.sb.shim_home).unwrap();
+    eventually(
+        Duration::from_secs(15),
+        "the keeper and its live CLIs to end",
+        || (gone(keeper) && live.iter().all(|p| gone(*p))).then_some(()),
+    );
+}

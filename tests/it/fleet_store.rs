@@ -1,0 +1,267 @@
+//! The shared store against a real PostgreSQL server (started by the test on loopback,
+//! stopped at the end): migrations applied once by replicas that start together,
+//! pins and leases seen across connections (two hosts), transcripts appended only at
+//! their end, every management query, and calls bounded when the server is away.
+
+use crate::support::postgres::PgServer;
+use claude_shim::identity::{Chain, ScopeParts};
+use claude_shim::store::pins::{Lease, NewPin, Ownership};
+use claude_shim::store::postgres::{Patience, TURN_BUDGET};
+use claude_shim::store::Store;
+use std::time::Duration;
+
+const S: &str = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
+
+fn open(url: &str) -> Store {
+    Store::open_shared(url, Patience::Each(Duration::from_secs(10))).expect("open shared store")
+}
+
+#[test]
+fn replicas_starting_together_apply_each_migration_once() {
+    let pg = PgServer::start();
+    let url = pg.create_db("migrate");
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || open(&url).schema_version().unwrap())
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(
+            h.join().unwrap(),
+            claude_shim::store::postgres::COUNT as i64
+        );
+    }
+    assert_eq!(
+        pg.psql("migrate", "SELECT count(*) FROM claude_shim.schema_version"),
+        "1"
+    );
+    assert!(open(&url).is_shared());
+}
+
+#[test]
+fn pins_heads_and_leases_hold_across_hosts() {
+    let pg = PgServer::start();
+    let url = pg.create_db("leases");
+    let mut a = open(&url);
+    let mut b = open(&url);
+    let first = NewPin::of_turns(S, "A1", "/w", &["hi"], "hello");
+    a.add_pin(&first, Ownership::Kept, "/host-a/.claude")
+        .unwrap();
+    // B sees A's pin and head.
+    let found = b.find_pins(&first.node).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].session, S);
+    assert_eq!(b.session_head(S).unwrap().as_deref(), Some("A1"));
+    // One holder at a time, across connections; draining is visible.
+    assert_eq!(
+        a.try_lease(S, Some("A1"), 1, |_| false).unwrap(),
+        Lease::Taken
+    );
+    assert_eq!(
+        b.try_lease(S, Some("A1"), 1, |_| false).unwrap(),
+        Lease::Held { draining: false },
+        "pid and liveness are host-local: the lock decides"
+    );
+    a.mark_draining(S, 1).unwrap();
+    assert_eq!(
+        b.try_lease(S, Some("A1"), 2, |_| true).unwrap(),
+        Lease::Held { draining: true }
+    );
+    a.release_lease(S, 1).unwrap();
+    assert_eq!(
+        b.try_lease(S, Some("A1"), 2, |_| true).unwrap(),
+        Lease::Taken
+    );
+    // The holder dies (its connection goes): the server frees the lease.
+    drop(b);
+    let mut taken = false;
+    for _ in 0..500 {
+        if a.try_lease(S, Some("A1"), 1, |_| true).unwrap() == Lease::Taken {
+            taken = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(taken, "a dead holder's lease is freed");
+    a.release_lease(S, 1).unwrap();
+    // The head moved on: the old node may not resume in place.
+    let second = NewPin::of_turns(S, "A2", "/w", &["hi", "more"], "sure");
+    a.add_pin(&second, Ownership::Kept, "/host-a/.claude")
+        .unwrap();
+    let mut c = open(&url);
+    assert_eq!(
+        c.try_lease(S, Some("A1"), 3, |_| true).unwrap(),
+        Lease::NotHead
+    );
+    assert_eq!(
+        c.try_lease(S, Some("A2"), 3, |_| true).unwrap(),
+        Lease::Taken
+    );
+    // Undo: the head goes back.
+    let id = a.add_pin(
+        &NewPin::of_turns(S, "A3", "/w", &["hi", "more", "x"], "y"),
+        Ownership::Kept,
+        "/c",
+    );
+    a.unpin(id.unwrap(), S, Some("A2")).unwrap();
+    assert_eq!(a.session_head(S).unwrap().as_deref(), Some("A2"));
+}
+
+#[test]
+fn transcripts_grow_only_at_their_end() {
+    let pg = PgServer::start();
+    let url = pg.create_db("transcripts");
+    let a = open(&url);
+    let b = open(&url);
+    a.append_transcript(S, 0, b"line one\n").unwrap();
+    b.append_transcript(S, 9, b"line two\n").unwrap();
+    let err = a.append_transcript(S, 9, b"late\n").unwrap_err();
+    assert!(format!("{err:#}").contains("ends at byte 18"), "{err:#}");
+    let manifest = b.transcript_manifest(S).unwrap();
+    assert_eq!(
+        manifest
+            .iter()
+            .map(|c| (c.start, c.len))
+            .collect::<Vec<_>>(),
+        [(0, 9), (9, 9)]
+    );
+    let tail = a.transcript_from(S, 9).unwrap();
+    assert_eq!(tail.len(), 1);
+    assert_eq!(tail[0].1, b"line two\n");
+    assert_eq!(
+        tail[0].0.sha256,
+        claude_shim::store::transcripts::sha256(b"line two\n")
+    );
+    // Forgetting the session forgets its transcript.
+    a.drop_session(S).unwrap();
+    assert!(b.transcript_manifest(S).unwrap().is_empty());
+}
+
+#[test]
+fn every_query_of_the_store_runs_on_postgres() {
+    use claude_shim::store::runs::{Kind, Run, Spent};
+    let pg = PgServer::start();
+    let url = pg.create_db("queries");
+    let mut s = open(&url);
+    let key = claude_shim::store::caps::BinaryKey {
+        path: "/c".into(),
+        size: 1,
+        mtime_ns: 2,
+    };
+    let caps = claude_shim::probe::Capabilities {
+        version: "2.1.330".into(),
+        resume: true,
+        ..Default::default()
+    };
+    s.save_capabilities(&key, &caps).unwrap();
+    s.save_capabilities(&key, &caps).unwrap();
+    assert_eq!(s.capabilities(&key).unwrap(), Some(caps));
+    for (session, cwd) in [(S, "/a"), ("7e8e0435-8e12-4245-aa25-f674ed4e97a7", "/b")] {
+        let mut p = NewPin::of_turns(session, "A1", cwd, &[session], "r");
+        p.parts = ScopeParts {
+            cwd: cwd.into(),
+            ..Default::default()
+        };
+        s.add_pin(&p, Ownership::Ephemeral, "/c").unwrap();
+    }
+    assert!(s.is_ephemeral(S).unwrap());
+    s.touch_session(S).unwrap();
+    let chain = Chain::empty().user(S);
+    assert_eq!(s.find_elsewhere(&chain).unwrap().unwrap().parts.cwd, "/a");
+    assert_eq!(s.latest_pins(Some("/b")).unwrap().len(), 1);
+    assert_eq!(s.pinned_sessions().unwrap().len(), 2);
+    let listed = s.shim_sessions().unwrap();
+    assert_eq!(listed.len(), 2);
+    let a = listed.iter().find(|l| l.session == S).unwrap();
+    assert_eq!(
+        (a.cwd.as_deref(), a.pins, a.ephemeral),
+        (Some("/a"), 1, true)
+    );
+    assert!(s.expired_ephemeral(i64::MAX, |_| true).unwrap().len() == 2);
+    let run = Run {
+        cwd: "/a",
+        kind: Kind::Resumed,
+        why_code: "resumed",
+        why: "resumed in place",
+        exit: 0,
+        bytes_in: 10,
+        bytes_sent: 3,
+        spent: Spent::default(),
+        session: Some(S),
+        conv_key: Some("k"),
+        engine: "cold",
+    };
+    s.log_run(&run).unwrap();
+    assert_eq!(s.run_counts().unwrap(), [("resumed".to_string(), 1)]);
+    let rows = s.runs_since(0, Some("/a")).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].day.len(), 10, "{:?}", rows[0].day);
+    let node = chain.node(&ScopeParts::default().scope());
+    let id = s.start_attempt(&node, "m", S, 10, 0).unwrap();
+    s.end_attempt(id, claude_shim::store::attempts::Outcome::NoResult)
+        .unwrap();
+    assert_eq!(s.last_attempt(&node, "m", 0).unwrap().unwrap().id, id);
+    assert_eq!(s.prune_attempts(i64::MAX).unwrap(), 1);
+    assert_eq!(s.count_prunable(&[], 0, i64::MAX).unwrap().runs, 1);
+    let removed = s.prune(&[S.to_string()], 0, 0).unwrap();
+    assert_eq!((removed.pins, removed.sessions), (1, 1));
+    assert_eq!(s.forget_cwd("/b").unwrap().pins, 1);
+    assert_eq!(s.forget_all().unwrap().pins, 0);
+    assert_eq!(s.forget_sessions(&[S.to_string()]).unwrap().pins, 0);
+    // Session file scans are kept, and carried on as the file grows.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.jsonl");
+    std::fs::write(&f, "{\"type\":\"user\",\"message\":{\"content\":\"hi\"}}\n").unwrap();
+    assert_eq!(s.scan_of(&f).unwrap(), None);
+    let scan = s.scan(&f).unwrap();
+    assert_eq!(s.scan_of(&f).unwrap(), Some(scan));
+    s.vacuum().unwrap();
+    let h = s.health().unwrap();
+    assert_eq!(h.schema_version, h.schema_expected);
+}
+
+#[test]
+fn a_store_that_does_not_answer_costs_a_turn_its_budget_not_more() {
+    // Something listens but never speaks PostgreSQL: connecting times out.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "postgres://shim@127.0.0.1:{}/x",
+        silent.local_addr().unwrap().port()
+    );
+    let err = Store::open_shared(&url, Patience::Turn)
+        .err()
+        .expect("no store");
+    assert!(format!("{err:#}").contains("timed out"), "{err:#}");
+    // Nothing listens at all: refused at once.
+    drop(silent);
+    let err = Store::open_shared(&url, Patience::Turn)
+        .err()
+        .expect("no store");
+    assert!(!format!("{err:#}").contains("timed out"), "{err:#}");
+
+    // A server that stops answering mid-turn: the call in flight times out, and the
+    // store is not used again by this process.
+    let pg = PgServer::start();
+    let url = pg.create_db("stopped");
+    let s = Store::open_shared(&url, Patience::Turn).unwrap();
+    assert_eq!(s.session_head(S).unwrap(), None);
+    let pids = pg.pids();
+    for p in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*p),
+            nix::sys::signal::Signal::SIGSTOP,
+        );
+    }
+    let err = s.session_head(S).unwrap_err();
+    assert!(format!("{err:#}").contains("timed out"), "{err:#}");
+    let err = s.session_head(S).unwrap_err();
+    assert!(format!("{err:#}").contains("unusable"), "{err:#}");
+    for p in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*p),
+            nix::sys::signal::Signal::SIGCONT,
+        );
+    }
+    println!("turn budget: {} ms", TURN_BUDGET.as_millis());
+}
