@@ -58,24 +58,8 @@ pub fn first_user_text(root: &Value) -> Option<String> {
     let first = messages
         .iter()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
-    match first.get("content")? {
-        Value::String(s) => Some(s.clone()),
-        content @ Value::Array(blocks) => {
-            let texts: Option<Vec<&str>> = blocks
-                .iter()
-                .map(|b| {
-                    (b.get("type")?.as_str()? == "text")
-                        .then(|| b.get("text")?.as_str())
-                        .flatten()
-                })
-                .collect();
-            Some(match texts {
-                Some(t) => t.join("\n"),
-                None => serde_json::to_string(content).ok()?,
-            })
-        }
-        _ => None,
-    }
+    // The same text the JSON dialect hashes into the conversation key.
+    crate::dialect::json::user_text(first.get("content")?)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ pub static JSON: Json = Json;
 
 /// A turn's text for hashing: plain text when the content is text only,
 /// else the canonical JSON of its blocks (serde_json sorts object keys).
-fn user_text(content: &Value) -> Option<String> {
+pub(crate) fn user_text(content: &Value) -> Option<String> {
     match content {
         Value::String(s) => Some(s.clone()),
         Value::Array(blocks) => {
