@@ -222,6 +222,7 @@ impl Sandbox {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
+        default_signals(cmd);
     }
 
     fn claude_from(
@@ -371,4 +372,23 @@ pub fn shell(name: &str) -> PathBuf {
         "{name} is not installed; these tests need bash, zsh, fish and shellcheck \
          (.ci/test installs them)"
     );
+}
+
+/// SIGINT and SIGQUIT at their defaults in `cmd`, as for a caller at a
+/// terminal. A test run started from a background job (`cmd &` in a script)
+/// inherits them ignored, and ignored signals stay ignored across exec: the
+/// shim, rightly, keeps a caller's ignored signals ignored, and the signal
+/// tests would see nothing arrive.
+pub fn default_signals(cmd: &mut Command) {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [Signal::SIGINT, Signal::SIGQUIT] {
+                signal(sig, SigHandler::SigDfl).map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
 }
