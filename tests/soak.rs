@@ -3,9 +3,9 @@
 //! same turn run directly against the same fake. Every answer is checked (the
 //! fake's reply names what it saw). Prints, per 100 turns: the shim's wall
 //! time, the direct run's, the overhead (their difference, per turn) and the
-//! database size (`shim.db` + WAL) as it grows; fails if the last 100 turns
-//! cost clearly more than the first 100 or the database grows by more than a
-//! few KiB a turn. ~15 s on 2 cores.
+//! database size (`shim.db` + WAL) as it grows; fails if an answer is wrong,
+//! the database grows by more than a few KiB a turn or the WAL without bound.
+//! Time is printed, never asserted. ~15 s on 2 cores.
 //!
 //! A test without libtest (`harness = false`): `cargo test --release --test
 //! soak`. `SOAK_CONVS` (default 100) and `SOAK_TURNS` per conversation
