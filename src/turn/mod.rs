@@ -70,8 +70,11 @@ impl Ctx<'_> {
 /// How a turn's runs start: a new CLI per run ([`Cold`]), or through a CLI
 /// that already answered an Agent SDK caller ([`handshake`]).
 pub trait Launch {
-    /// The session id a fresh run gets.
-    fn fresh_id(&mut self) -> String;
+    /// The session id a fresh run gets: a new one, unless the launch has
+    /// already started a CLI with its own (the handshake).
+    fn fresh_id(&mut self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
     /// Between a refused attempt and the rerun.
     fn between(&mut self, ctx: &Ctx<'_>) {
         ctx.child.between();
@@ -99,10 +102,6 @@ pub trait Launch {
 pub struct Cold;
 
 impl Launch for Cold {
-    fn fresh_id(&mut self) -> String {
-        uuid::Uuid::new_v4().to_string()
-    }
-
     fn planned(
         &mut self,
         ctx: &Ctx<'_>,

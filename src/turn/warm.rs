@@ -385,10 +385,6 @@ fn stdin_is_quiet() -> bool {
 }
 
 impl Launch for Warm {
-    fn fresh_id(&mut self) -> String {
-        uuid::Uuid::new_v4().to_string()
-    }
-
     fn engine(&self) -> &'static str {
         self.engine
     }
