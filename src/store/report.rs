@@ -56,21 +56,46 @@ pub struct LogRow {
 
 /// Usage from four nullable columns: None when all four are NULL.
 fn tokens_at(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Option<Tokens>> {
-    let usage: [Option<i64>; 4] = [
+    Ok(Tokens::of_columns([
         r.get(first)?,
         r.get(first + 1)?,
         r.get(first + 2)?,
         r.get(first + 3)?,
-    ];
-    Ok(match usage {
-        [None, None, None, None] => None,
-        [i, w, c, o] => Some(Tokens {
-            input: i.unwrap_or(0),
-            cache_write: w.unwrap_or(0),
-            cache_read: c.unwrap_or(0),
-            output: o.unwrap_or(0),
-        }),
-    })
+    ]))
+}
+
+impl Tokens {
+    /// Input, cache write, cache read, output as stored: None when all four
+    /// are NULL (usage unknown), a missing one 0 otherwise.
+    pub(crate) fn of_columns(usage: [Option<i64>; 4]) -> Option<Tokens> {
+        match usage {
+            [None, None, None, None] => None,
+            [i, w, c, o] => Some(Tokens {
+                input: i.unwrap_or(0),
+                cache_write: w.unwrap_or(0),
+                cache_read: c.unwrap_or(0),
+                output: o.unwrap_or(0),
+            }),
+        }
+    }
+}
+
+/// `at` (epoch seconds) in this machine's local time, formatted by SQLite's
+/// `strftime` (`fmt`) — as the runs queries of the SQLite store say it. The
+/// shared store's rows get their local times here, not from the server.
+pub(crate) struct LocalTime(Connection);
+
+impl LocalTime {
+    pub(crate) fn new() -> Result<LocalTime> {
+        Ok(LocalTime(Connection::open_in_memory()?))
+    }
+
+    pub(crate) fn format(&self, fmt: &str, at: i64) -> Result<String> {
+        Ok(self
+            .0
+            .prepare_cached("SELECT strftime(?1, ?2, 'unixepoch', 'localtime')")?
+            .query_row(params![fmt, at], |r| r.get(0))?)
+    }
 }
 
 /// The newest pin of one conversation (session).
@@ -139,6 +164,9 @@ impl Store {
         cwd: Option<&str>,
         limit: Option<usize>,
     ) -> Result<Vec<LogRow>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.recent_runs(since, cwd, limit);
+        }
         let mut stmt = self.conn.prepare(
             "SELECT at, strftime('%Y-%m-%d %H:%M', at, 'unixepoch', 'localtime'), cwd, kind,
                     why_code, why, session, conv_key, exit, bytes_in, bytes_sent,
@@ -174,6 +202,9 @@ impl Store {
 
     /// `YYYY-MM-DD` of `at` in local time, as the runs queries see it.
     pub fn local_day(&self, at: i64) -> Result<String> {
+        if self.is_shared() {
+            return LocalTime::new()?.format("%Y-%m-%d", at);
+        }
         Ok(self
             .conn
             .query_row("SELECT date(?1, 'unixepoch', 'localtime')", [at], |r| {
@@ -183,6 +214,9 @@ impl Store {
 
     /// How many conversations (sessions) have a pin.
     pub fn count_pinned(&self) -> Result<i64> {
+        if let Some(mut pg) = self.pg() {
+            return pg.count_pinned();
+        }
         Ok(self
             .conn
             .query_row("SELECT COUNT(DISTINCT session) FROM pins", [], |r| r.get(0))?)

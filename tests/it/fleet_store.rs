@@ -171,6 +171,7 @@ fn every_query_of_the_store_runs_on_postgres() {
     assert_eq!(s.find_elsewhere(&chain).unwrap().unwrap().parts.cwd, "/a");
     assert_eq!(s.latest_pins(Some("/b")).unwrap().len(), 1);
     assert_eq!(s.pinned_sessions().unwrap().len(), 2);
+    assert_eq!(s.count_pinned().unwrap(), 2);
     let listed = s.shim_sessions().unwrap();
     assert_eq!(listed.len(), 2);
     let a = listed.iter().find(|l| l.session == S).unwrap();
@@ -197,6 +198,23 @@ fn every_query_of_the_store_runs_on_postgres() {
     let rows = s.runs_since(0, Some("/a")).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].day.len(), 10, "{:?}", rows[0].day);
+    // `log` and `status` read the shared store too (they met an SQLite-only
+    // path before): the row as written, its time in this machine's zone.
+    let log = s.recent_runs(0, Some("/a"), Some(5)).unwrap();
+    assert_eq!(log.len(), 1);
+    let row = &log[0];
+    assert_eq!(
+        (
+            row.kind.as_str(),
+            row.why_code.as_deref(),
+            row.session.as_deref()
+        ),
+        ("resumed", Some("resumed"), Some(S))
+    );
+    assert_eq!((row.exit, row.engine.as_deref()), (Some(0), Some("cold")));
+    assert_eq!(row.local[..10], s.local_day(row.at).unwrap());
+    assert_eq!(rows[0].day, s.local_day(row.at).unwrap());
+    assert!(s.recent_runs(0, Some("/a"), Some(0)).unwrap().is_empty());
     let node = chain.node(&ScopeParts::default().scope());
     let id = s.start_attempt(&node, "m", S, 10, 0).unwrap();
     s.end_attempt(id, claude_shim::store::attempts::Outcome::NoResult)

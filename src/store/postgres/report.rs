@@ -2,7 +2,7 @@
 //! the shared store. Same meaning as `store::report`.
 
 use super::{call, Pg, Typed};
-use crate::store::report::{Health, PinRow, Removed, RunRow, Tokens};
+use crate::store::report::{Health, LocalTime, LogRow, PinRow, Removed, RunRow, Tokens};
 use anyhow::Result;
 
 /// Drop session rows no pin refers to, and the transcripts of sessions
@@ -23,31 +23,71 @@ impl Pg {
             .await
         })?;
         // The day in this machine's local time, as the SQLite store says it.
-        let local = rusqlite::Connection::open_in_memory()?;
-        let mut day = local.prepare("SELECT date(?1, 'unixepoch', 'localtime')")?;
+        let local = LocalTime::new()?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
-            let at: i64 = r.get(0);
-            let usage: [Option<i64>; 4] = [r.get(4), r.get(5), r.get(6), r.get(7)];
-            let tokens = match usage {
-                [None, None, None, None] => None,
-                [i, w, c, o] => Some(Tokens {
-                    input: i.unwrap_or(0),
-                    cache_write: w.unwrap_or(0),
-                    cache_read: c.unwrap_or(0),
-                    output: o.unwrap_or(0),
-                }),
-            };
             out.push(RunRow {
-                day: day.query_row([at], |d| d.get(0))?,
+                day: local.format("%Y-%m-%d", r.get(0))?,
                 kind: r.get(1),
                 bytes_in: r.get(2),
                 bytes_sent: r.get(3),
-                tokens,
+                tokens: Tokens::of_columns([r.get(4), r.get(5), r.get(6), r.get(7)]),
                 cost_usd: r.get(8),
             });
         }
         Ok(out)
+    }
+
+    /// As `Store::recent_runs`: newest first, at most `limit`.
+    pub fn recent_runs(
+        &mut self,
+        since: i64,
+        cwd: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<LogRow>> {
+        let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        let rows = call!(self, "reading runs", |c| {
+            c.q(
+                "SELECT at, cwd, kind, why_code, why, session, conv_key, exit, bytes_in,
+                        bytes_sent, input_tokens, cache_write_tokens, cache_read_tokens,
+                        output_tokens, usage_from, cost_usd, total_cost_usd, engine
+                 FROM runs WHERE at >= $1 AND ($2::TEXT IS NULL OR cwd = $2)
+                 ORDER BY at DESC, id DESC LIMIT $3",
+                &[&since, &cwd, &limit],
+            )
+            .await
+        })?;
+        let local = LocalTime::new()?;
+        rows.iter()
+            .map(|r| {
+                Ok(LogRow {
+                    at: r.get(0),
+                    local: local.format("%Y-%m-%d %H:%M", r.get(0))?,
+                    cwd: r.get(1),
+                    kind: r.get(2),
+                    why_code: r.get(3),
+                    why: r.get(4),
+                    session: r.get(5),
+                    conv_key: r.get(6),
+                    exit: r.get::<_, Option<i32>>(7).map(i64::from),
+                    bytes_in: r.get(8),
+                    bytes_sent: r.get(9),
+                    tokens: Tokens::of_columns([r.get(10), r.get(11), r.get(12), r.get(13)]),
+                    usage_from: r.get(14),
+                    cost_usd: r.get(15),
+                    total_cost_usd: r.get(16),
+                    engine: r.get(17),
+                })
+            })
+            .collect()
+    }
+
+    pub fn count_pinned(&mut self) -> Result<i64> {
+        call!(self, "counting pinned sessions", |c| {
+            c.q_one("SELECT COUNT(DISTINCT session) FROM pins", &[])
+                .await
+                .map(|r| r.get::<_, i64>(0))
+        })
     }
 
     pub fn latest_pins(&mut self, cwd: Option<&str>) -> Result<Vec<PinRow>> {
