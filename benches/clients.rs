@@ -13,14 +13,8 @@ mod support;
 
 use serde_json::Value;
 use std::path::PathBuf;
+use support::figures::{env_or, median};
 use support::{describe, run, sdk, ApiServer, Sandbox};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 #[derive(Clone, Copy)]
 enum Sdk {
@@ -66,18 +60,9 @@ fn conversation(sdk: Sdk, shimmed: bool, turns: usize) -> Vec<f64> {
         .collect()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 fn main() {
-    let turns = env_usize("BENCH_TURNS", 6);
-    let rounds = env_usize("BENCH_ROUNDS", 5);
+    let turns = env_or("BENCH_TURNS", 6);
+    let rounds = env_or("BENCH_ROUNDS", 5);
     println!(
         "Agent SDK clients, one query() per turn replaying the transcript; {turns} turns x {rounds} rounds, \
          direct and through the shim interleaved"

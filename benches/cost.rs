@@ -33,6 +33,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 use support::clients::{self, user_line, Client};
+use support::figures::env_or;
 use support::{describe, run, ApiServer, LoggedRequest, Sandbox};
 
 const REPLY_BYTES: usize = 1500;
@@ -254,13 +255,6 @@ fn run_kinds(sandbox: &Sandbox) -> Vec<String> {
         .expect("runs");
     let rows = stmt.query_map([], |r| r.get(0)).expect("runs");
     rows.collect::<rusqlite::Result<_>>().expect("runs")
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 struct Result3 {

@@ -16,14 +16,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::clients::{labels, text_reply};
+use support::figures::{env_or, median};
 use support::{describe, run, ApiServer, Sandbox};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -157,18 +151,9 @@ fn warm_memory(sb: &Sandbox) -> Option<(u64, u64)> {
     Some((live, kb * 1024))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 fn main() {
-    let turns = env_usize("BENCH_TURNS", 10);
-    let rounds = env_usize("BENCH_ROUNDS", 3);
+    let turns = env_or("BENCH_TURNS", 10);
+    let rounds = env_or("BENCH_ROUNDS", 3);
     let mut rows: Vec<(&str, Vec<f64>, Vec<f64>)> = vec![
         (
             "one live `claude -p --input-format stream-json …`, a line per turn (the floor)",
