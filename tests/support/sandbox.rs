@@ -83,6 +83,11 @@ impl Sandbox {
     pub fn real_at(base_url: &str) -> Sandbox {
         let mut sb = Self::build("shim-home", Some(RealCli::path()));
         std::fs::create_dir(&sb.shim_home).expect("mkdir the data dir");
+        // A used machine has `~/.claude.json`. Without it, CLIs started together
+        // race to create it and one may warn on stderr that it is missing while
+        // a backup exists (the CLI's own race, seen without the shim in 2 of 50
+        // rounds of 4 at once on a loaded host; none in 60 with the file there).
+        std::fs::write(sb.home.join(".claude.json"), "{}\n").expect("write ~/.claude.json");
         sb.env.retain(|(k, _)| k != "LC_ALL");
         for (k, v) in [
             ("LANG", "C.UTF-8"),
