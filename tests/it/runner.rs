@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 const PRINT: &[&str] = &["-p", "hello"];
 
 /// How long a child may outlive a SIGKILLed shim: a hang guard (the kernel's
-/// PR_SET_PDEATHSIG, or the portable fallback, ends it at once), not a measure.
+/// PR_SET_PDEATHSIG ends it at once, the portable fallback at its next write),
+/// not a measure.
 const GONE: Duration = Duration::from_secs(30);
 
 #[test]
@@ -227,9 +228,12 @@ fn sigkill_of_shim_leaves_no_orphan() {
     let w = Sandbox::scripted();
     let pidfile = w.file("fake.pid");
     let mut cmd = w.shim();
+    // A child that writes every 0.2 s for a minute: on Linux the parent-death
+    // signal ends it at once; the portable fallback ends it at its next write
+    // to the dead shim's pipe. Either way well before it would finish.
     cmd.args(PRINT)
         .env("FAKE_PID_OUT", &pidfile)
-        .env("FAKE_SLEEP", "30")
+        .env("FAKE_TRICKLE", "300")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
