@@ -143,23 +143,53 @@ pub fn main(args: Vec<OsString>) -> ! {
         Ok(()) => std::process::exit(0),
         Err(e) => {
             // Not eprintln!: it panics when stderr is gone too.
-            let _ = writeln!(std::io::stderr(), "claude-shim: {e:#}");
+            let mut err = std::io::stderr();
+            let _ = writeln!(err, "claude-shim: {e:#}");
+            if e.downcast_ref::<UnreadableStore>().is_some() {
+                let _ = writeln!(
+                    err,
+                    "claude-shim: turns still run, as without the shim; \
+                     `claude-shim doctor` says how to fix the store"
+                );
+            }
             std::process::exit(1)
         }
     }
 }
 
+/// The shim's store could not be opened: a management command that needs it
+/// names it, and [`main`] adds where to go next.
+#[derive(Debug)]
+struct UnreadableStore(String);
+
+impl std::fmt::Display for UnreadableStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot read the shim's store {}", self.0)
+    }
+}
+
 /// The store, if it exists: commands that only read never create it.
 fn existing_store() -> Result<Option<crate::store::Store>> {
+    use crate::store::backend::{redact, Location};
     let dir = crate::env::data_dir().context("no data directory: set CLAUDE_SHIM_HOME or HOME")?;
-    if crate::store::backend::Location::configured(&dir)?.is_shared() {
-        let patience = crate::store::postgres::Patience::Each(std::time::Duration::from_secs(10));
-        return crate::store::Store::open_configured(&dir, patience).map(Some);
+    match Location::configured(&dir)? {
+        Location::Postgres(url) => {
+            let patience =
+                crate::store::postgres::Patience::Each(std::time::Duration::from_secs(10));
+            crate::store::Store::open_configured(&dir, patience)
+                .map(Some)
+                .context(UnreadableStore(redact(&url)))
+        }
+        Location::Sqlite => {
+            let db = dir.join(crate::store::DB_FILE);
+            if !db.exists() {
+                return Ok(None);
+            }
+            crate::store::Store::open_in(&dir)
+                .map(Some)
+                .context(UnreadableStore(db.display().to_string()))
+        }
     }
-    if !dir.join(crate::store::DB_FILE).exists() {
-        return Ok(None);
-    }
-    crate::store::Store::open_in(&dir).map(Some)
 }
 
 /// A `--cwd` as the runs and pins record it: canonical (the shim

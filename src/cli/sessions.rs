@@ -35,6 +35,11 @@ impl Run for Sessions {
         // A store that cannot be read is named; the files still list.
         let store = super::existing_store().unwrap_or_else(|e| {
             crate::error!("sessions: the store: {e:#}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "claude-shim: {e:#}\nclaude-shim: listing the session files without pins \
+                 or leases; `claude-shim doctor` says how to fix the store"
+            );
             None
         });
         let live = live_processes();

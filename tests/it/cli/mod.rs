@@ -2,6 +2,7 @@
 //! sandbox; the shells they print for must be installed (a missing shell
 //! fails, it never skips).
 
+mod broken_store;
 mod complete;
 mod completions;
 mod doctor;
