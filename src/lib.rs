@@ -54,3 +54,5 @@ pub mod fleet;
 pub mod log;
 /// Linux-only calls with portable fallbacks.
 pub mod platform;
+/// Files replaced whole (write beside, rename over).
+pub mod whole_file;

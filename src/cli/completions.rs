@@ -204,21 +204,6 @@ impl Place {
     }
 }
 
-/// Write `bytes` to `file` in one rename, creating its directory.
-fn write_atomically(file: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = file.parent().context("no parent directory")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = dir.join(format!(
-        ".claude-shim-completion.{}.tmp",
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("replacing {}", file.display())
-    })
-}
-
 impl Run for Completions {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
         let script = script(self.shell)?;
@@ -228,7 +213,8 @@ impl Run for Completions {
         }
         let target = Place::from_env()?.target(self.shell)?;
         let replaced = target.file.exists();
-        write_atomically(&target.file, &script)?;
+        crate::whole_file::write(&target.file, &script, 0o644)
+            .with_context(|| format!("writing {}", target.file.display()))?;
         let verb = if replaced { "updated" } else { "wrote" };
         writeln!(
             out,

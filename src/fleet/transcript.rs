@@ -13,8 +13,8 @@ use crate::sessions;
 use crate::store::transcripts::{sha256, Chunk};
 use crate::store::Store;
 use anyhow::{bail, Context, Result};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
 
 /// This host's copy against the stored transcript.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,7 +226,8 @@ pub fn hydrate(
             .join(project_slug(cwd))
             .join(format!("{session}.jsonl")),
     };
-    write_atomically(&target, &bytes).with_context(|| format!("writing {}", target.display()))?;
+    crate::whole_file::write(&target, &bytes, 0o600)
+        .with_context(|| format!("writing {}", target.display()))?;
     Ok(Hydrated::Written { bytes: added })
 }
 
@@ -241,40 +242,6 @@ fn check_expect(bytes: &[u8], expect: Expect<'_>) -> Result<(), String> {
         (false, Expect::Head(u)) => Err(format!("the stored transcript does not end at {u}")),
         (false, _) => Err("the stored transcript does not hold the pinned turn".into()),
     }
-}
-
-/// Write `bytes` to a temporary file beside `target` (0600), then rename it
-/// over: a reader sees the old file or the new one, never half of one.
-fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir: PathBuf = target
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&dir)?;
-    let tmp = dir.join(format!(
-        ".{}.claude-shim.{}",
-        target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let result = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_data()?;
-        std::fs::rename(&tmp, target)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]
@@ -367,17 +334,7 @@ mod tests {
     }
 
     #[test]
-    fn slugs_as_claude_code_makes_them_and_atomic_writes() {
+    fn slugs_as_claude_code_makes_them() {
         assert_eq!(project_slug("/home/me/my.app_1"), "-home-me-my-app-1");
-        let t = tempfile::tempdir().unwrap();
-        let target = t.path().join("projects/-w/x.jsonl");
-        write_atomically(&target, b"one\n").unwrap();
-        write_atomically(&target, b"two\n").unwrap();
-        assert_eq!(std::fs::read(&target).unwrap(), b"two\n");
-        let names: Vec<_> = std::fs::read_dir(target.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, ["x.jsonl"], "no temporary file left behind");
     }
 }

@@ -73,10 +73,11 @@ pub struct Spec {
     pub proof: Proof,
     /// Recursion-guard value for the child's environment.
     pub guard: String,
-    /// `control_response` lines answering these request ids are dropped
-    /// from stdout: the requests were replayed to this child after another
-    /// one had answered the caller (the Agent SDK handshake).
-    pub drop_responses: Vec<String>,
+    /// The `control_response` lines to watch for among the first the child
+    /// prints: answers the caller already had (the requests were replayed to
+    /// this child after another one answered, or the shim answered) are
+    /// dropped (the Agent SDK handshake).
+    pub answers: tee::Answers,
     /// Variables added to the child's environment.
     pub env: Vec<(String, String)>,
     /// The child speaks stream-json; the caller gets `output` as a cold run
@@ -251,7 +252,8 @@ pub fn start(
         let tap = tee::Tap {
             observer: Some(Observer::new(observed)),
             watch: watch.clone(),
-            drop_responses: spec.drop_responses.clone(),
+            answers: spec.answers.clone(),
+            pid,
             proof: spec.proof,
             render,
         };

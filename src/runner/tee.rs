@@ -100,13 +100,31 @@ pub fn mute(hold: &SharedHold) {
     h.err.clear();
 }
 
+/// The child's first lines that answer control requests the shim watches:
+/// answers a caller already had (from another child, or from the shim) are
+/// dropped; others pass; each is told to `heard`.
+#[derive(Clone, Default)]
+pub struct Answers {
+    /// Request ids whose answers are dropped from stdout.
+    pub drop: Vec<String>,
+    /// Request ids whose answers pass as they are.
+    pub keep: Vec<String>,
+    /// Told each watched answer: the child's pid and the line.
+    pub heard: Option<Heard>,
+}
+
+/// Told a watched answer: the child's pid and the line.
+pub type Heard = Arc<dyn Fn(i32, &[u8]) + Send + Sync>;
+
 /// What reads the bytes on their way: the observer (stdout), the turn's
-/// watch, and the replayed handshake's answers to drop.
+/// watch, and the answers to watch for.
 #[derive(Default)]
 pub struct Tap {
     pub observer: Option<Observer>,
     pub watch: Option<Arc<dyn Watch>>,
-    pub drop_responses: Vec<String>,
+    pub answers: Answers,
+    /// The child's pid (for `answers.heard`).
+    pub pid: i32,
     pub proof: super::Proof,
     /// Stream-json in, the caller's format out (line by line).
     pub render: Option<crate::warm::render::Render>,
@@ -123,7 +141,7 @@ pub fn copy(
 ) -> Option<Observer> {
     let mut buf = vec![0u8; CHUNK];
     let mut may_splice = true;
-    let mut filter = ResponseFilter::new(std::mem::take(&mut tap.drop_responses));
+    let mut filter = ResponseFilter::new(std::mem::take(&mut tap.answers), tap.pid);
     if let Some(render) = tap.render.take() {
         return rendered(from, to, hold, tap, render);
     }
@@ -221,24 +239,31 @@ fn rendered(
     tap.observer
 }
 
-/// Drops the `control_response` lines that answer given request ids: the
-/// first lines a child prints after a replayed handshake. Once each was seen
-/// (or another line comes), it lets everything through untouched.
+/// Watches the first lines a child prints for the `control_response` lines
+/// that answer given request ids (after a replayed handshake, or an
+/// `initialize` the shim answered itself). Once each was seen (or another
+/// line comes), it lets everything through untouched.
 struct ResponseFilter {
-    ids: Vec<String>,
+    answers: Answers,
+    pid: i32,
     partial: Vec<u8>,
 }
 
 impl ResponseFilter {
-    fn new(ids: Vec<String>) -> ResponseFilter {
+    fn new(answers: Answers, pid: i32) -> ResponseFilter {
         ResponseFilter {
-            ids,
+            answers,
+            pid,
             partial: Vec::new(),
         }
     }
 
+    fn watching(&self) -> bool {
+        !self.answers.drop.is_empty() || !self.answers.keep.is_empty()
+    }
+
     fn done(&self) -> bool {
-        self.ids.is_empty() && self.partial.is_empty()
+        !self.watching() && self.partial.is_empty()
     }
 
     /// `None`: pass the chunk as it is.
@@ -248,7 +273,7 @@ impl ResponseFilter {
         }
         self.partial.extend_from_slice(chunk);
         let mut kept = Vec::new();
-        while !self.ids.is_empty() {
+        while self.watching() {
             let Some(nl) = memchr::memchr(b'\n', &self.partial) else {
                 return Some(kept);
             };
@@ -257,15 +282,22 @@ impl ResponseFilter {
                 Some(Event::ControlResponse(r)) => r.response.request_id.map(|c| c.into_owned()),
                 _ => None,
             };
-            match answered.and_then(|id| self.ids.iter().position(|i| *i == id)) {
-                Some(at) => {
-                    self.ids.remove(at);
-                }
-                None => {
-                    // Anything else ends the filter: it never eats output.
-                    self.ids.clear();
-                    kept.extend_from_slice(&line);
-                }
+            let a = &mut self.answers;
+            let id = answered.as_deref();
+            if let Some(at) = id.and_then(|id| a.drop.iter().position(|i| i == id)) {
+                a.drop.remove(at);
+            } else if let Some(at) = id.and_then(|id| a.keep.iter().position(|i| i == id)) {
+                a.keep.remove(at);
+                kept.extend_from_slice(&line);
+            } else {
+                // Anything else ends the watch: it never eats output.
+                a.drop.clear();
+                a.keep.clear();
+                kept.extend_from_slice(&line);
+                continue;
+            }
+            if let Some(heard) = &a.heard {
+                heard(self.pid, &line);
             }
         }
         kept.append(&mut self.partial);
@@ -315,7 +347,11 @@ mod tests {
     use super::*;
 
     fn filtered(ids: &[&str], input: &str, step: usize) -> String {
-        let mut f = ResponseFilter::new(ids.iter().map(|s| s.to_string()).collect());
+        let answers = Answers {
+            drop: ids.iter().map(|s| s.to_string()).collect(),
+            ..Answers::default()
+        };
+        let mut f = ResponseFilter::new(answers, 1);
         let mut out = Vec::new();
         for c in input.as_bytes().chunks(step) {
             match f.pass(c) {

@@ -13,8 +13,14 @@
 //!   Should B be refused before that, A runs the turn as the caller asked.
 //!
 //! A caller that never sends a user message is served by A alone.
+//!
+//! When the caller's `initialize` was answered the same way by the last two
+//! starts in the same scope, the shim gives that answer itself at once (see
+//! [`super::initialize`]) and no A is started: the message follows at once
+//! and the turn needs one CLI start, as without the shim.
 
 use super::attempt::Attempt;
+use super::initialize::{self, Remembered};
 use super::why::Reason;
 use super::{Ctx, Launch};
 use crate::events::Event;
@@ -23,6 +29,7 @@ use crate::runner::{self, Exit, Finished, Running, Spec, StdinPlan, Watch};
 use crate::{debug, error};
 use std::ffi::OsString;
 use std::io::Write;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Run a turn whose caller waits after its control lines (`before`).
@@ -40,6 +47,18 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
             args,
         ),
     };
+    // A panic in the shim's own logic: the handshake as without the answer.
+    let init = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        Init::new(ctx, args, &before[..complete])
+    }))
+    .ok()
+    .flatten()
+    .map(Arc::new);
+    if let Some(i) = &init {
+        if let Some(line) = i.answer_now() {
+            return answered_at_once(ctx, args, before, complete, i, &line);
+        }
+    }
     let late = Arc::new(LateWatch::default());
     let mut a = match runner::start(
         Spec {
@@ -49,7 +68,7 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
             output: ctx.managed.output,
             hold: false,
             guard: ctx.guard.to_owned(),
-            drop_responses: Vec::new(),
+            answers: init.as_ref().map(|i| i.answers(false)).unwrap_or_default(),
             proof: Default::default(),
             env: Vec::new(),
             render: false,
@@ -86,6 +105,7 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
         id,
         sent,
         requests,
+        init,
     };
     let original = super::attempt::original(&prompt, args, ctx.managed.input);
     if let Prompt::None { .. } = prompt {
@@ -94,6 +114,38 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
         return super::unchanged(ctx, &original, &prompt, reason, &mut launch);
     }
     super::managed_turn(ctx, &prompt, args, &original, &mut launch)
+}
+
+/// The shim gave the answer to `initialize` itself: the caller's message
+/// follows at once, and the turn runs as one whose caller sent both
+/// together — one CLI, which gets the `initialize` too and whose answer is
+/// dropped (and heard).
+fn answered_at_once(
+    ctx: &Ctx<'_>,
+    args: &[OsString],
+    before: Vec<u8>,
+    complete: usize,
+    init: &Arc<Init>,
+    answer: &[u8],
+) -> Exit {
+    debug!("handshake: initialize answered at once");
+    init.gave.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = ctx.answered.set(init.answers(true));
+    let _ = runner::tee::write_all(runner::tee::Stream::Out, answer);
+    let read = prompt::read_after_waiting(&mut RawStdin, before.clone(), complete, &mut |_| {});
+    let prompt = read.unwrap_or_else(|e| {
+        error!("reading the caller's input failed ({e}); running what came as it came");
+        Prompt::None {
+            bytes: before,
+            inherit: false,
+        }
+    });
+    let original = super::attempt::original(&prompt, args, ctx.managed.input);
+    if let Prompt::None { .. } = prompt {
+        let reason = Reason::input_ended();
+        return super::unchanged(ctx, &original, &prompt, reason, &mut super::Cold);
+    }
+    super::managed_turn(ctx, &prompt, args, &original, &mut super::Cold)
 }
 
 fn write(stdin: &mut Option<std::process::ChildStdin>, bytes: &[u8]) {
@@ -127,6 +179,101 @@ struct Handshake {
     sent: usize,
     /// Control requests the caller sent before its message (replayed to B).
     requests: Vec<String>,
+    /// The caller's lone `initialize`, whose answers are heard.
+    init: Option<Arc<Init>>,
+}
+
+/// The caller's `initialize` in its start-up scope: answered at once when
+/// the scope's answer is confirmed, and every CLI's answer heard.
+struct Init {
+    id: String,
+    data_dir: std::path::PathBuf,
+    key: String,
+    last: Mutex<Option<Remembered>>,
+    /// The shim gave the caller the answer.
+    gave: std::sync::atomic::AtomicBool,
+}
+
+impl Init {
+    fn new(ctx: &Ctx<'_>, args: &[OsString], before: &[u8]) -> Option<Init> {
+        use crate::warm::fingerprint;
+        if ctx.managed.output != crate::invocation::OutputFormat::StreamJson {
+            return None;
+        }
+        let asked = initialize::asked(before)?;
+        let cwd = std::env::current_dir().ok()?;
+        let data_dir = crate::env::data_dir()?;
+        let config_dir = crate::env::claude_config_dir()?;
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let files = fingerprint::files(&fingerprint::paths(&cwd, home.as_deref(), &config_dir))
+            + &fingerprint::user_config(home.as_deref(), &cwd);
+        let binary = crate::store::caps::BinaryKey::of(ctx.real)
+            .ok()?
+            .fingerprint();
+        let key = initialize::key(&initialize::Scope {
+            binary: &binary,
+            cwd: &cwd,
+            args,
+            env: &fingerprint::environment(std::env::vars_os()),
+            files: &files,
+            request: &asked.request,
+        });
+        let last = initialize::load(&data_dir, &key);
+        Some(Init {
+            id: asked.id,
+            data_dir,
+            key,
+            last: Mutex::new(last),
+            gave: Default::default(),
+        })
+    }
+
+    /// The answer to give at once, when the scope's is confirmed: the CLI's,
+    /// with the shim's pid (the process the caller started, which relays
+    /// its signals to the CLI).
+    fn answer_now(&self) -> Option<Vec<u8>> {
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let r = last.as_ref().filter(|r| r.confirmed)?;
+        r.foretell(std::process::id() as i32, &self.id)
+    }
+
+    /// What a child's answers are watched for: `dropped` when the caller
+    /// already has the answer.
+    fn answers(self: &Arc<Self>, dropped: bool) -> runner::tee::Answers {
+        let ids = vec![self.id.clone()];
+        let me = self.clone();
+        runner::tee::Answers {
+            drop: if dropped { ids.clone() } else { Vec::new() },
+            keep: if dropped { Vec::new() } else { ids },
+            heard: Some(Arc::new(move |pid, line| me.heard(pid, line))),
+        }
+    }
+
+    /// A CLI answered: learn from it, and say so when an answer the shim
+    /// gave proves different from what the CLI says.
+    fn heard(&self, pid: i32, line: &[u8]) {
+        let given = self.gave.load(std::sync::atomic::Ordering::Relaxed);
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let next = Remembered::after(last.as_ref(), line, pid, &self.id);
+        let confirmed = next.as_ref().is_some_and(|r| r.confirmed);
+        if given && !confirmed {
+            error!(
+                "the remembered answer to initialize differs from the CLI's; \
+                 the next turns wait for the CLI's until two starts agree again"
+            );
+        }
+        let saved = match &next {
+            // Only a change is written: the confirmed answer heard again
+            // (what differs is the pid and id it is foretold with) is none.
+            Some(r) if r.confirmed && last.as_ref().is_some_and(|l| l.confirmed) => Ok(()),
+            Some(r) => initialize::save(&self.data_dir, &self.key, r),
+            None => initialize::forget(&self.data_dir, &self.key),
+        };
+        if let Err(e) = saved {
+            error!("remembering the answer to initialize: {e:#}");
+        }
+        *last = next;
+    }
 }
 
 impl Handshake {
@@ -194,7 +341,19 @@ impl Launch for Handshake {
             output: ctx.managed.output,
             hold: true,
             guard: ctx.guard.to_owned(),
-            drop_responses: self.requests.clone(),
+            answers: runner::tee::Answers {
+                drop: self.requests.clone(),
+                keep: Vec::new(),
+                heard: self.init.clone().map(|i| {
+                    let id = i.id.clone();
+                    Arc::new(move |pid: i32, line: &[u8]| {
+                        // Only the answer to initialize teaches.
+                        if initialize::answers(line, &id) {
+                            i.heard(pid, line)
+                        }
+                    }) as runner::tee::Heard
+                }),
+            },
             proof: attempt.proof,
             env: attempt.env.clone(),
             render: attempt.render,

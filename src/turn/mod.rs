@@ -7,11 +7,16 @@
 //! 5. run: the real CLI, its output teed and observed (`crate::runner`);
 //! 6. [`record`]: the pin at the result, the run in the log.
 //!
+//! Launched cold, warm ([`warm`]: a live CLI's next turn) or after the Agent
+//! SDK handshake ([`handshake`], with the answer to `initialize` it may give
+//! itself: [`initialize`]).
+//!
 //! Every failure inside the shim degrades to running the caller's original
 //! argv and input, and so does a panic in the shim's own logic.
 
 pub mod attempt;
 pub mod handshake;
+pub mod initialize;
 pub mod lookup;
 pub mod plan;
 pub mod record;
@@ -46,6 +51,9 @@ pub struct Ctx<'a> {
     guard: &'a str,
     child: ChildPid,
     managed: &'a Managed,
+    /// Answers the caller already had (the shim gave them): every run's
+    /// are dropped (see `handshake`).
+    answered: std::sync::OnceLock<runner::tee::Answers>,
 }
 
 impl Ctx<'_> {
@@ -57,7 +65,7 @@ impl Ctx<'_> {
             output: self.managed.output,
             hold: a.hold,
             guard: self.guard.to_owned(),
-            drop_responses: Vec::new(),
+            answers: self.answered.get().cloned().unwrap_or_default(),
             proof: a.proof,
             env: a.env.clone(),
             render: a.render,
@@ -159,6 +167,7 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         guard,
         child,
         managed: &managed,
+        answered: Default::default(),
     };
     match prompt {
         Prompt::Waiting { before, complete } => {

@@ -328,3 +328,64 @@ fn with_persistence_respected_a_caller_without_it_is_left_alone() {
     assert_eq!(main[2].user_texts().len(), 1);
     assert!(main[2].user_texts()[0].contains("respected 1"));
 }
+
+/// The Python SDK waits for the answer to `initialize` before it sends the
+/// message. Once two starts in the same scope gave the same answer, the shim
+/// gives it at once, so the message comes while the first CLI still starts;
+/// every answer it gives is checked against the one the CLIs then give (a
+/// difference is logged), and the turns resume as before.
+#[test]
+fn python_sdk_initialize_is_answered_at_once_after_two_starts_agreed() {
+    let mut w = World::new();
+    let log = w.sb.root.join("shim.log");
+    w.sb.set_env("CLAUDE_SHIM_LOG", &log);
+    let n = 5;
+    let (turns, _) = w.run_client(Sdk::Python, "replay", n, "message {k}");
+    let replies = replies(&turns, n);
+    let kinds = w.runs();
+    assert_eq!(kinds.len(), n, "{kinds:?}");
+    assert!(kinds[1..].iter().all(|(k, _)| k == "resumed"), "{kinds:?}");
+    let msgs: Vec<String> = (1..=n).map(|k| format!("message {k}")).collect();
+    assert_one_copy_of_history(&w, &msgs, &replies);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let at_once = text.matches("initialize answered at once").count();
+    assert_eq!(at_once, n - 2, "turns 3..{n} answered at once\n{text}");
+    let errors = || std::fs::read_to_string(w.sb.shim_home.join("errors.log")).unwrap_or_default();
+    assert!(!errors().contains("initialize"), "{}", errors());
+
+    // A remembered answer that no longer holds (here: altered on disk) is
+    // given once, found out by the CLI's own answer and logged; the scope is
+    // answered at once again only after two starts agreed.
+    let dir = w.sb.shim_home.join("initialize");
+    for f in std::fs::read_dir(&dir).unwrap().flatten() {
+        let text = std::fs::read_to_string(f.path()).unwrap();
+        let altered = text.replace(
+            r#"\"output_style\":\"default\""#,
+            r#"\"output_style\":\"altered\""#,
+        );
+        assert_ne!(text, altered, "{text}");
+        std::fs::write(f.path(), altered).unwrap();
+    }
+    let (turns, _) = w.run_client(Sdk::Python, "replay", 3, "again {k}");
+    assert_eq!(turns.len(), 3, "{turns:?}");
+    let kinds = w.runs();
+    assert_eq!(kinds.len(), n + 3, "{kinds:?}");
+    assert_eq!(kinds[n].0, "fresh", "{kinds:?}");
+    assert!(
+        kinds[n + 1..].iter().all(|(k, _)| k == "resumed"),
+        "{kinds:?}"
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let at_once = text.matches("initialize answered at once").count();
+    assert_eq!(
+        at_once,
+        (n - 2) + 2,
+        "turns 1 and 3 of the second run\n{text}"
+    );
+    assert_eq!(
+        errors().matches("answer to initialize differs").count(),
+        1,
+        "{}",
+        errors()
+    );
+}
