@@ -114,6 +114,17 @@ pub trait Chunks {
 #[derive(Default)]
 pub struct RawStdin;
 
+/// Whether input comes on stdin within `patience` (nothing is read).
+pub fn stdin_ready_within(patience: Duration) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    // SAFETY: fd 0 outlives this call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    let ms = PollTimeout::try_from(patience.as_millis().min(i32::MAX as u128) as i32)
+        .unwrap_or(PollTimeout::MAX);
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    matches!(poll(&mut fds, ms), Ok(n) if n > 0)
+}
+
 impl Chunks for RawStdin {
     fn chunk(&mut self, patience: Option<Duration>) -> std::io::Result<Option<Vec<u8>>> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};

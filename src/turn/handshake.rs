@@ -54,9 +54,20 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
     .ok()
     .flatten()
     .map(Arc::new);
+    let mut answered = false;
     if let Some(i) = &init {
         if let Some(line) = i.answer_now() {
-            return answered_at_once(ctx, args, before, complete, i, &line);
+            debug!("handshake: initialize answered at once");
+            i.gave.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = runner::tee::write_all(runner::tee::Stream::Out, &line);
+            if prompt::stdin_ready_within(MESSAGE_PATIENCE) {
+                return answered_at_once(ctx, args, before, complete, i);
+            }
+            // A caller that sends its message later (a session client
+            // waiting for its user) finds the CLI started, as without the
+            // shim: A, whose answer the caller already had.
+            debug!("handshake: no message yet; starting the CLI as asked");
+            answered = true;
         }
     }
     let late = Arc::new(LateWatch::default());
@@ -68,7 +79,10 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
             output: ctx.managed.output,
             hold: false,
             guard: ctx.guard.to_owned(),
-            answers: init.as_ref().map(|i| i.answers(false)).unwrap_or_default(),
+            answers: init
+                .as_ref()
+                .map(|i| i.answers(answered))
+                .unwrap_or_default(),
             proof: Default::default(),
             env: Vec::new(),
             render: false,
@@ -116,8 +130,13 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
     super::managed_turn(ctx, &prompt, args, &original, &mut launch)
 }
 
-/// The shim gave the answer to `initialize` itself: the caller's message
-/// follows at once, and the turn runs as one whose caller sent both
+/// How long after the shim's answer to `initialize` the caller's message
+/// may take to come for the turn to need no other CLI (a `query()` sends it
+/// within milliseconds).
+const MESSAGE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The shim gave the answer to `initialize` itself and the caller's message
+/// is coming, and the turn runs as one whose caller sent both
 /// together — one CLI, which gets the `initialize` too and whose answer is
 /// dropped (and heard).
 fn answered_at_once(
@@ -126,12 +145,8 @@ fn answered_at_once(
     before: Vec<u8>,
     complete: usize,
     init: &Arc<Init>,
-    answer: &[u8],
 ) -> Exit {
-    debug!("handshake: initialize answered at once");
-    init.gave.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = ctx.answered.set(init.answers(true));
-    let _ = runner::tee::write_all(runner::tee::Stream::Out, answer);
     let read = prompt::read_after_waiting(&mut RawStdin, before.clone(), complete, &mut |_| {});
     let prompt = read.unwrap_or_else(|e| {
         error!("reading the caller's input failed ({e}); running what came as it came");

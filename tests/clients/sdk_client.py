@@ -81,6 +81,8 @@ async def replay(a, options) -> int:
 async def session(a, options) -> int:
     async with ClaudeSDKClient(options=options) as client:
         for k in range(1, a.turns + 1):
+            # A user who takes a while to type (--think seconds).
+            await asyncio.sleep(a.think)
             t_start = now()
             await client.query(a.prompt.format(k=k))
             result = None
@@ -101,6 +103,7 @@ def main() -> int:
     ap.add_argument("--cli", required=True)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--prompt", default="message {k}")
+    ap.add_argument("--think", type=float, default=0.0)
     a = ap.parse_args()
     options = ClaudeAgentOptions(cli_path=a.cli, cwd=os.getcwd())
     run = session if a.mode == "session" else replay

@@ -389,3 +389,39 @@ fn python_sdk_initialize_is_answered_at_once_after_two_starts_agreed() {
         errors()
     );
 }
+
+/// A session client (one `ClaudeSDKClient`, its user typing a while before
+/// each message) in a scope whose answer to `initialize` the shim gives at
+/// once: no message follows the answer, so the CLI is started as the caller
+/// asked — ready when the message comes, as without the shim — its own
+/// answer dropped, and the session runs in it.
+#[test]
+fn python_sdk_session_client_that_waits_gets_its_cli_started_at_once() {
+    let mut w = World::new();
+    let log = w.sb.root.join("shim.log");
+    w.sb.set_env("CLAUDE_SHIM_LOG", &log);
+    // Two starts agree: the scope's answer is given at once from now on.
+    w.run_client(Sdk::Python, "replay", 2, "learn {k}");
+    let mut cmd = w.client(Sdk::Python, "session", 2, &w.sb.shim_claude(), "typed {k}");
+    cmd.args(["--think", "1"]);
+    let out = run(cmd, b"");
+    let (turns, _) = lines(&out);
+    assert_eq!(turns.len(), 2, "{}", describe(&out));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        text.matches("initialize answered at once").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("no message yet; starting the CLI as asked")
+            .count(),
+        1,
+        "{text}"
+    );
+    let kinds = w.runs();
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+    assert_eq!(kinds[2].0, "fresh", "{kinds:?}");
+    let errors = std::fs::read_to_string(w.sb.shim_home.join("errors.log")).unwrap_or_default();
+    assert!(!errors.contains("initialize"), "{errors}");
+}
