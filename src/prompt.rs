@@ -114,31 +114,32 @@ pub trait Chunks {
 #[derive(Default)]
 pub struct RawStdin;
 
-/// Whether input comes on stdin within `patience` (nothing is read).
-pub fn stdin_ready_within(patience: Duration) -> bool {
+/// Whether input (or its end) comes on stdin within `patience`; nothing is
+/// read. A signal that interrupts the wait counts as no input yet.
+fn stdin_within(patience: Duration) -> nix::Result<bool> {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     // SAFETY: fd 0 outlives this call.
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
     let ms = PollTimeout::try_from(patience.as_millis().min(i32::MAX as u128) as i32)
         .unwrap_or(PollTimeout::MAX);
     let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-    matches!(poll(&mut fds, ms), Ok(n) if n > 0)
+    match poll(&mut fds, ms) {
+        Ok(n) => Ok(n > 0),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`stdin_within`], an error taken as no input.
+pub fn stdin_ready_within(patience: Duration) -> bool {
+    stdin_within(patience).unwrap_or(false)
 }
 
 impl Chunks for RawStdin {
     fn chunk(&mut self, patience: Option<Duration>) -> std::io::Result<Option<Vec<u8>>> {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        // SAFETY: fd 0 outlives this call.
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
         if let Some(p) = patience {
-            let ms = PollTimeout::try_from(p.as_millis().min(i32::MAX as u128) as i32)
-                .unwrap_or(PollTimeout::MAX);
-            let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-            match poll(&mut fds, ms) {
-                Ok(0) => return Ok(None),
-                Ok(_) => {}
-                Err(nix::errno::Errno::EINTR) => return Ok(None),
-                Err(e) => return Err(e.into()),
+            if !stdin_within(p)? {
+                return Ok(None);
             }
         }
         let mut buf = vec![0u8; 64 << 10];
