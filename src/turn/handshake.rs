@@ -220,8 +220,7 @@ impl Init {
         let data_dir = crate::env::data_dir()?;
         let config_dir = crate::env::claude_config_dir()?;
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let files = fingerprint::files(&fingerprint::paths(&cwd, home.as_deref(), &config_dir))
-            + &fingerprint::user_config(home.as_deref(), &cwd);
+        let files = fingerprint::start_up(&cwd, home.as_deref(), &config_dir);
         let binary = crate::store::caps::BinaryKey::of(ctx.real)
             .ok()?
             .fingerprint();

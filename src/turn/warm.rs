@@ -68,11 +68,7 @@ impl Warm {
         let data_dir = env::data_dir()?;
         let config_dir = env::claude_config_dir()?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let files = fingerprint::files(&fingerprint::paths(
-            Path::new(&cwd),
-            home.as_deref(),
-            &config_dir,
-        )) + &fingerprint::user_config(home.as_deref(), Path::new(&cwd));
+        let files = fingerprint::start_up(Path::new(&cwd), home.as_deref(), &config_dir);
         let binary = crate::store::caps::BinaryKey::of(ctx.real)
             .ok()?
             .fingerprint();
@@ -122,11 +118,8 @@ impl Warm {
 
     /// The key as of now (files a start reads, fingerprinted afresh).
     fn key_now(&self) -> String {
-        let files = fingerprint::files(&fingerprint::paths(
-            Path::new(&self.cwd),
-            self.home.as_deref(),
-            &self.config_dir,
-        )) + &fingerprint::user_config(self.home.as_deref(), Path::new(&self.cwd));
+        let files =
+            fingerprint::start_up(Path::new(&self.cwd), self.home.as_deref(), &self.config_dir);
         warm::key(&warm::KeyParts {
             flags: &self.flags,
             env: &self.env_hash,

@@ -128,6 +128,12 @@ pub fn user_config(home: Option<&Path>, cwd: &Path) -> String {
     hex::encode(&Sha256::digest(taken.to_string().as_bytes())[..8])
 }
 
+/// The state of everything a start reads from files, for this cwd, home and
+/// config dir: [`files`] of [`paths`] and the [`user_config`] parts.
+pub fn start_up(cwd: &Path, home: Option<&Path>, config_dir: &Path) -> String {
+    files(&paths(cwd, home, config_dir)) + &user_config(home, cwd)
+}
+
 /// Directory entries looked at per directory tree, at most.
 const TREE_CAP: usize = 512;
 
