@@ -148,14 +148,16 @@ pub fn main(args: Vec<OsString>) -> ! {
             if e.downcast_ref::<UnreadableStore>().is_some() {
                 let _ = writeln!(
                     err,
-                    "claude-shim: turns still run, as without the shim; \
-                     `claude-shim doctor` says how to fix the store"
+                    "claude-shim: turns still run, as without the shim; {STORE_FIX}"
                 );
             }
             std::process::exit(1)
         }
     }
 }
+
+/// Where to go when the store cannot be read.
+const STORE_FIX: &str = "`claude-shim doctor` says how to fix the store";
 
 /// The shim's store could not be opened: a management command that needs it
 /// names it, and [`main`] adds where to go next.

@@ -38,7 +38,8 @@ impl Run for Sessions {
             let _ = writeln!(
                 std::io::stderr(),
                 "claude-shim: {e:#}\nclaude-shim: listing the session files without pins \
-                 or leases; `claude-shim doctor` says how to fix the store"
+                 or leases; {}",
+                super::STORE_FIX
             );
             None
         });

@@ -255,17 +255,25 @@ impl Init {
     /// already has the answer.
     fn answers(self: &Arc<Self>, dropped: bool) -> runner::tee::Answers {
         let ids = vec![self.id.clone()];
-        let me = self.clone();
         runner::tee::Answers {
             drop: if dropped { ids.clone() } else { Vec::new() },
             keep: if dropped { Vec::new() } else { ids },
-            heard: Some(Arc::new(move |pid, line| me.heard(pid, line))),
+            heard: Some(self.hearer()),
         }
     }
 
-    /// A CLI answered: learn from it, and say so when an answer the shim
-    /// gave proves different from what the CLI says.
+    /// Told a child's watched answers; learns from the one to `initialize`.
+    fn hearer(self: &Arc<Self>) -> runner::tee::Heard {
+        let me = self.clone();
+        Arc::new(move |pid, line| me.heard(pid, line))
+    }
+
+    /// A CLI answered: learn from its answer to `initialize`, and say so when
+    /// an answer the shim gave proves different from what the CLI says.
     fn heard(&self, pid: i32, line: &[u8]) {
+        if !initialize::answers(line, &self.id) {
+            return;
+        }
         let given = self.gave.load(std::sync::atomic::Ordering::Relaxed);
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         let next = Remembered::after(last.as_ref(), line, pid, &self.id);
@@ -358,15 +366,7 @@ impl Launch for Handshake {
             answers: runner::tee::Answers {
                 drop: self.requests.clone(),
                 keep: Vec::new(),
-                heard: self.init.clone().map(|i| {
-                    let id = i.id.clone();
-                    Arc::new(move |pid: i32, line: &[u8]| {
-                        // Only the answer to initialize teaches.
-                        if initialize::answers(line, &id) {
-                            i.heard(pid, line)
-                        }
-                    }) as runner::tee::Heard
-                }),
+                heard: self.init.as_ref().map(Init::hearer),
             },
             proof: attempt.proof,
             env: attempt.env.clone(),
