@@ -44,6 +44,8 @@ pub mod warm;
 // Around it.
 /// The management face (`claude-shim …` commands).
 pub mod cli;
+/// The data directory, trusted only when private.
+pub mod data_dir;
 /// Every environment variable, typed.
 pub mod env;
 /// `claude-shim explain`: a dry run of one turn.

@@ -135,6 +135,13 @@ impl Launch for Cold {
 }
 
 fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit {
+    // Nothing of a data directory that is not private is read, written or
+    // connected to (its config, store, keeper, remembered answers): the
+    // call runs as without the shim, and `doctor` says why.
+    if let Err(why) = crate::data_dir::DataDir::open() {
+        debug!("data directory refused ({why}); passing through");
+        crate::shim::exec_or_die(real, &args, guard);
+    }
     runner::signals::ignore_file_size_limit();
     let child = ChildPid::default();
     if let Err(e) = runner::prepare_signals(&child) {

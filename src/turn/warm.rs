@@ -7,6 +7,7 @@
 use super::attempt::Attempt;
 use super::plan::{How, Miss, Plan, Why};
 use super::{Cold, Ctx, Launch};
+use crate::data_dir::DataDir;
 use crate::observe::Observer;
 use crate::prompt::Prompt;
 use crate::runner::tee::{self, Stream};
@@ -24,7 +25,7 @@ use std::sync::Arc;
 
 pub struct Warm {
     keeper: Option<Keeper>,
-    data_dir: PathBuf,
+    data_dir: DataDir,
     config_dir: PathBuf,
     flags: Vec<String>,
     key: String,
@@ -65,7 +66,7 @@ impl Warm {
             .collect::<Option<_>>()?;
         env.push((crate::env::GUARD.into(), ctx.guard.into()));
         let cwd = std::env::current_dir().ok()?.to_str()?.to_owned();
-        let data_dir = env::data_dir()?;
+        let data_dir = DataDir::open().ok()?;
         let config_dir = env::claude_config_dir()?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let files = fingerprint::start_up(Path::new(&cwd), home.as_deref(), &config_dir);
@@ -464,7 +465,7 @@ impl Launch for Warm {
 /// Before a cold run writes to `session` in place: end its live process,
 /// if a keeper holds one (it would no longer know the session).
 pub fn release(session: &str) {
-    let Some(dir) = env::data_dir() else {
+    let Ok(Some(dir)) = DataDir::existing() else {
         return;
     };
     if !crate::warm::keeper::socket(&dir).exists() {
