@@ -15,5 +15,6 @@ mod dialects;
 mod fleet;
 mod passthrough;
 mod resume;
+mod retry;
 mod sessions;
 mod warm;
