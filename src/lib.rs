@@ -17,6 +17,8 @@ pub mod passthrough;
 pub mod shim;
 
 // One managed turn.
+/// The call's own cost in the results the caller reads.
+pub mod cost;
 /// Transcript dialects → conversation.
 pub mod dialect;
 /// stream-json lines, typed and parsed once.

@@ -168,6 +168,20 @@ pub fn saved_total_cost(path: &Path) -> Option<f64> {
     Some(from_tail(path, cost_state).unwrap_or(0.0))
 }
 
+/// The running totals a resume of the session starts from (its last
+/// `cost-state` record; zero when it has none). `None`: the file cannot be
+/// read.
+pub fn saved_cost(path: &Path) -> Option<crate::cost::Base> {
+    std::fs::metadata(path).ok()?;
+    Some(
+        from_tail(path, |line| {
+            memchr::memmem::find(line, b"\"cost-state\"")?;
+            crate::cost::Base::of_record(&serde_json::from_slice(line).ok()?)
+        })
+        .unwrap_or_default(),
+    )
+}
+
 fn cost_state(line: &[u8]) -> Option<f64> {
     #[derive(Deserialize)]
     struct CostState {

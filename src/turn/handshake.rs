@@ -86,6 +86,7 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
             proof: Default::default(),
             env: Vec::new(),
             render: false,
+            own_cost: None,
         },
         &ctx.child,
         Some(late.clone() as Arc<dyn Watch>),
@@ -371,6 +372,7 @@ impl Launch for Handshake {
             proof: attempt.proof,
             env: attempt.env.clone(),
             render: attempt.render,
+            own_cost: ctx.own_cost(attempt),
         };
         debug!("handshake: resuming in a second CLI");
         let finished = runner::run(spec, &ctx.child, Some(tandem.clone() as Arc<dyn Watch>))

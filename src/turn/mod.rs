@@ -69,9 +69,19 @@ impl Ctx<'_> {
             proof: a.proof,
             env: a.env.clone(),
             render: a.render,
+            own_cost: self.own_cost(a),
         };
         runner::run(spec, &self.child, watch)
             .unwrap_or_else(|e| crate::shim::cannot_run(self.real, &e))
+    }
+}
+
+impl Ctx<'_> {
+    /// What the caller's result should say of the cost, for attempt `a`.
+    fn own_cost(&self, a: &Attempt) -> Option<crate::cost::Own> {
+        let session = a.own_cost.as_deref()?;
+        let config = env::claude_config_dir()?;
+        Some(crate::cost::Own::resuming(&config, session))
     }
 }
 

@@ -247,9 +247,7 @@ fn relay(
         wrote: 0,
     };
     let mut observer = Observer::new(crate::invocation::OutputFormat::StreamJson);
-    // A cold resume restores the session's usage (and its key order); a
-    // process that began the session itself has its own from turn 2 on.
-    let mut render = Render::new(format, lent.began_fresh && lent.turns > 0);
+    let mut render = Render::new(format);
     if (&lent.stdin).write_all(line).is_err() {
         out.observation = observer.finish();
         return out;

@@ -11,6 +11,7 @@ mod support;
 mod clients;
 mod compaction;
 mod r#continue;
+mod costs;
 mod dialects;
 mod fleet;
 mod passthrough;
