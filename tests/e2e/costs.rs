@@ -38,10 +38,10 @@ fn saved_total(sb: &Sandbox, session: &str) -> f64 {
         .expect("the session's file");
     let text = std::fs::read_to_string(file).unwrap();
     text.lines()
+        .rev()
         .filter(|l| l.contains("\"cost-state\""))
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["totalCostUSD"].as_f64())
-        .last()
+        .find_map(|v| v["totalCostUSD"].as_f64())
         .expect("a cost-state record")
 }
 
