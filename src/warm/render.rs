@@ -47,13 +47,13 @@ impl Render {
         let result = match Event::parse(line) {
             Some(Event::Result(r)) => Some((
                 r.is_error,
-                r.subtype.as_deref() == Some("error_max_turns"),
+                r.subtype.as_deref().unwrap_or("").to_owned(),
                 r.result.as_deref().map(str::to_owned),
                 r.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
             )),
             _ => None,
         };
-        let Some((is_error, max_turns, text, errors)) = result else {
+        let Some((is_error, subtype, text, errors)) = result else {
             return Rendered {
                 out: match self.format {
                     OutputFormat::StreamJson => line.to_vec(),
@@ -70,13 +70,29 @@ impl Render {
         let out = match self.format {
             OutputFormat::StreamJson => fixed,
             OutputFormat::Json => drop_last_key(&fixed, b"model_usage_since_last_result"),
-            OutputFormat::Text => match (text, max_turns) {
-                (Some(t), _) => [t.as_bytes(), b"\n"].concat(),
-                (None, true) => max_turns_message(&errors).into_bytes(),
-                (None, false) => errors.join("\n").into_bytes(),
-            },
+            OutputFormat::Text => text_output(&subtype, text.as_deref(), &errors).into_bytes(),
         };
         Rendered { out, exit }
+    }
+}
+
+/// A result as a cold `--output-format text` run prints it (2.1.330's
+/// printer): a success's text with a newline; a fixed line per error.
+fn text_output(subtype: &str, text: Option<&str>, errors: &[String]) -> String {
+    match (subtype, text) {
+        ("success", Some(t)) if t.ends_with('\n') => t.to_owned(),
+        ("success", Some(t)) => format!("{t}\n"),
+        ("error_during_execution", _) => "Execution error".into(),
+        ("error_max_turns", _) => max_turns_message(errors),
+        ("error_max_structured_output_retries", _) => format!(
+            "Error: {}",
+            errors.first().map_or(
+                "Failed to provide valid structured output after maximum retries",
+                String::as_str
+            )
+        ),
+        (_, Some(t)) => format!("{t}\n"),
+        (other, None) => format!("Error: {}", errors.first().map_or(other, String::as_str)),
     }
 }
 
@@ -185,5 +201,13 @@ mod tests {
         );
         let (s, _) = render(OutputFormat::Text, &[INIT, synthetic, &err]);
         assert_eq!(s, "API Error\n");
+        // An interrupted turn, as SIGINT leaves a cold text run.
+        let stopped = "{\"type\":\"result\",\"subtype\":\"error_during_execution\",\"is_error\":true,\"errors\":[\"[ede_diagnostic] result_type=user\"],\"result_index\":2}\n";
+        let (s, exit) = render(OutputFormat::Text, &[INIT, stopped]);
+        assert_eq!((s.as_str(), exit), ("Execution error", Some(1)));
+        // A text that ends with a newline gets no second one.
+        let ends = RESULT.replace("\"result\":\"hi\"", "\"result\":\"hi\\n\"");
+        let (s, _) = render(OutputFormat::Text, &[INIT, &ends]);
+        assert_eq!(s, "hi\n");
     }
 }
