@@ -221,7 +221,10 @@ impl Init {
         let data_dir = crate::data_dir::DataDir::open().ok()?;
         let config_dir = crate::env::claude_config_dir()?;
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        let files = fingerprint::start_up(&cwd, home.as_deref(), &config_dir);
+        // By content, whole: a file changed at the same path is another scope;
+        // what cannot be read whole means the CLI answers.
+        let files =
+            fingerprint::StartUp::of(&cwd, home.as_deref(), &config_dir, args).contents()?;
         let binary = crate::store::caps::BinaryKey::of(ctx.real)
             .ok()?
             .fingerprint();

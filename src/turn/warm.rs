@@ -33,7 +33,9 @@ pub struct Warm {
     /// The environment's hash and the real binary, for the key.
     env_hash: String,
     binary: String,
-    home: Option<PathBuf>,
+    /// What a start reads from files (fingerprinted again after a new
+    /// process's first turn).
+    start_up: fingerprint::StartUp,
     cwd: String,
     prompt: Prompt,
     engine: &'static str,
@@ -82,7 +84,12 @@ impl Warm {
         let data_dir = DataDir::open().ok()?;
         let config_dir = env::claude_config_dir()?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let files = fingerprint::start_up(Path::new(&cwd), home.as_deref(), &config_dir);
+        let start_up =
+            fingerprint::StartUp::of(Path::new(&cwd), home.as_deref(), &config_dir, args);
+        let Some(files) = start_up.state() else {
+            debug!("cold: the files a start reads cannot be fingerprinted");
+            return None;
+        };
         let binary = crate::store::caps::BinaryKey::of(ctx.real)
             .ok()?
             .fingerprint();
@@ -106,7 +113,7 @@ impl Warm {
             env,
             env_hash,
             binary,
-            home,
+            start_up,
             cwd,
             prompt: prompt.clone(),
             engine: "cold",
@@ -131,16 +138,15 @@ impl Warm {
     }
 
     /// The key as of now (files a start reads, fingerprinted afresh).
-    fn key_now(&self) -> String {
-        let files =
-            fingerprint::start_up(Path::new(&self.cwd), self.home.as_deref(), &self.config_dir);
-        warm::key(&warm::KeyParts {
+    fn key_now(&self) -> Option<String> {
+        let files = self.start_up.state()?;
+        Some(warm::key(&warm::KeyParts {
             flags: &self.flags,
             env: &self.env_hash,
             cwd: &self.cwd,
             binary: &self.binary,
             files: &files,
-        })
+        }))
     }
 
     fn keeper(&mut self) -> Option<&mut Keeper> {
@@ -201,7 +207,7 @@ impl Warm {
             });
         // A new process's own start may have written files a start reads
         // (its first in a project): it knows them, so take the key anew.
-        let key = (healthy && lent.fresh).then(|| self.key_now());
+        let key = (healthy && lent.fresh).then(|| self.key_now()).flatten();
         let size = self.file_size(plan.target_session());
         if let Some(k) = self.keeper.as_mut() {
             k.done(healthy, head, key, size);

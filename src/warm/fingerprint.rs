@@ -1,11 +1,21 @@
-//! What a live process took in when it started, that a cold start would read
-//! afresh: the environment, and the files Claude Code reads at start-up
-//! (checked with strace on 2.1.330): settings, instruction files
-//! (CLAUDE.md, AGENTS.md…) in every directory from the cwd up, `.mcp.json`,
-//! agents, commands, skills, plugins. A live process does not re-read most of
-//! them, so a change to any means the next turn runs cold.
+//! What a start-up takes in, that a later start would read afresh: the
+//! environment, and the files Claude Code reads at start-up (checked with
+//! strace on 2.1.330): settings, instruction files (CLAUDE.md, AGENTS.md…)
+//! in every directory from the cwd up, `.mcp.json`, agents, commands,
+//! skills, plugins (their caches included), credentials, and every file or
+//! directory a flag names (`--settings FILE`, `--mcp-config`, `--plugin-dir`,
+//! `--append-system-prompt-file`, …). A live process does not re-read most of
+//! them, so a change to any means the next turn runs cold; and the answer to
+//! `initialize` the shim remembers is given only for the very same contents.
 //!
-//! Files are fingerprinted by path, size and mtime (a stat each, no reads).
+//! Two fingerprints of the same paths, whole trees each:
+//! - [`StartUp::state`], by stat (kind, size, inode, mtime and ctime — the
+//!   ctime no one can set back): a warm turn's check, with no reads;
+//! - [`StartUp::contents`], by the bytes of every file: what a remembered
+//!   answer is keyed on.
+//!
+//! Either is `None` past a bound (entries, bytes) or when a tree cannot be
+//! read: then nothing is assumed (the turn runs cold, the CLI answers).
 
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::MetadataExt;
@@ -72,7 +82,10 @@ const IN_CONFIG: &[&str] = &[
     "plugins/installed_plugins_v2.json",
     "plugins/known_marketplaces.json",
     "plugins/known_marketplaces_claudeai.json",
+    "plugins/cache",
+    "plugins/marketplaces",
     ".config.json",
+    ".credentials.json",
 ];
 
 /// Machine-wide (managed) settings.
@@ -85,7 +98,7 @@ const MANAGED: &[&str] = &[
 ];
 
 /// Every path whose state a start-up depends on, for this cwd, home and
-/// config dir.
+/// config dir (the files flags name aside: see [`StartUp::of`]).
 pub fn paths(cwd: &Path, home: Option<&Path>, config_dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for dir in cwd.ancestors() {
@@ -102,6 +115,23 @@ pub fn paths(cwd: &Path, home: Option<&Path>, config_dir: &Path) -> Vec<PathBuf>
     out.extend(MANAGED.iter().map(PathBuf::from));
     let _ = home;
     out
+}
+
+/// Files and directories the flags of `args` name: every flag value that is
+/// an existing path (relative ones from `cwd`). Values that are inline JSON
+/// or words are in argv itself, which is hashed with it.
+pub fn named_paths(args: &[std::ffi::OsString], cwd: &Path) -> Vec<PathBuf> {
+    let Ok(parsed) = crate::argv::parse(args) else {
+        return Vec::new();
+    };
+    parsed
+        .flags
+        .iter()
+        .flat_map(|f| f.values.iter())
+        .filter(|v| !v.is_empty() && !v.starts_with('{') && !v.starts_with('['))
+        .map(|v| cwd.join(v))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .collect()
 }
 
 /// The parts of `~/.claude.json` a start takes in: the user's MCP servers,
@@ -128,58 +158,150 @@ pub fn user_config(home: Option<&Path>, cwd: &Path) -> String {
     hex::encode(&Sha256::digest(taken.to_string().as_bytes())[..8])
 }
 
-/// The state of everything a start reads from files, for this cwd, home and
-/// config dir: [`files`] of [`paths`] and the [`user_config`] parts.
-pub fn start_up(cwd: &Path, home: Option<&Path>, config_dir: &Path) -> String {
-    files(&paths(cwd, home, config_dir)) + &user_config(home, cwd)
+/// What a start-up reads from files, for one cwd, home, config dir and argv.
+pub struct StartUp {
+    paths: Vec<PathBuf>,
+    user_config: String,
 }
 
-/// Directory entries looked at per directory tree, at most.
-const TREE_CAP: usize = 512;
+/// Entries looked at in all, at most (beyond it: not fingerprinted).
+const MAX_ENTRIES: usize = 50_000;
+/// File bytes read for [`StartUp::contents`], at most.
+const MAX_BYTES: u64 = 64 << 20;
 
-/// A hash of the state (kind, size, mtime) of `paths`; directories down to
-/// a few levels.
-pub fn files(paths: &[PathBuf]) -> String {
-    let mut h = Sha256::new();
-    for p in paths {
-        h.update(p.as_os_str().as_encoded_bytes());
-        state(&mut h, p);
-        if p.is_dir() {
-            let mut seen = 0;
-            tree(&mut h, p, 3, &mut seen);
+impl StartUp {
+    pub fn of(
+        cwd: &Path,
+        home: Option<&Path>,
+        config_dir: &Path,
+        args: &[std::ffi::OsString],
+    ) -> StartUp {
+        let mut paths = paths(cwd, home, config_dir);
+        paths.extend(named_paths(args, cwd));
+        StartUp {
+            paths,
+            user_config: user_config(home, cwd),
         }
     }
-    hex::encode(&h.finalize()[..16])
-}
 
-fn state(h: &mut Sha256, p: &Path) {
-    match std::fs::metadata(p) {
-        Ok(m) => {
-            h.update(if m.is_dir() { b"d" } else { b"f" });
-            h.update(m.size().to_le_bytes());
-            h.update(m.mtime().to_le_bytes());
-            h.update(m.mtime_nsec().to_le_bytes());
+    /// By stat, whole trees (see the module docs).
+    pub fn state(&self) -> Option<String> {
+        self.walk(Read::Stat)
+    }
+
+    /// By content, whole trees (see the module docs).
+    pub fn contents(&self) -> Option<String> {
+        self.walk(Read::Contents)
+    }
+
+    fn walk(&self, how: Read) -> Option<String> {
+        self.walk_within(how, MAX_ENTRIES, MAX_BYTES)
+    }
+
+    fn walk_within(&self, how: Read, max_entries: usize, max_bytes: u64) -> Option<String> {
+        let mut w = Walk {
+            h: Sha256::new(),
+            how,
+            entries: 0,
+            bytes: 0,
+            max_entries,
+            max_bytes,
+            dirs: std::collections::HashSet::new(),
+        };
+        for p in &self.paths {
+            w.path(p, true)?;
         }
-        Err(_) => h.update(b"-"),
+        w.h.update(self.user_config.as_bytes());
+        Some(hex::encode(&w.h.finalize()[..16]))
     }
 }
 
-fn tree(h: &mut Sha256, dir: &Path, depth: usize, seen: &mut usize) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for e in entries {
-        if *seen >= TREE_CAP {
-            return;
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Stat,
+    Contents,
+}
+
+struct Walk {
+    h: Sha256,
+    how: Read,
+    entries: usize,
+    bytes: u64,
+    max_entries: usize,
+    max_bytes: u64,
+    /// Directories entered (device, inode): a link loop is walked once.
+    dirs: std::collections::HashSet<(u64, u64)>,
+}
+
+impl Walk {
+    /// Hash `p` (and, for a directory, everything under it). `None`: past a
+    /// bound, or something there cannot be read.
+    fn path(&mut self, p: &Path, top: bool) -> Option<()> {
+        self.entries += 1;
+        if self.entries > self.max_entries {
+            return None;
         }
-        *seen += 1;
-        h.update(e.as_os_str().as_encoded_bytes());
-        state(h, &e);
-        if depth > 0 && e.is_dir() {
-            tree(h, &e, depth - 1, seen);
+        self.h.update(p.as_os_str().as_encoded_bytes());
+        self.h.update([0]);
+        let m = match std::fs::metadata(p) {
+            Ok(m) => m,
+            // Absent (most of the listed names are): a state of its own.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.h.update(b"-");
+                return Some(());
+            }
+            // A dangling link inside a tree is a state too; anything else
+            // (no permission) cannot be fingerprinted.
+            Err(_) if !top && std::fs::symlink_metadata(p).is_ok() => {
+                self.h.update(b"~");
+                return Some(());
+            }
+            Err(_) => return None,
+        };
+        if m.is_dir() {
+            self.h.update(b"d");
+            if !self.dirs.insert((m.dev(), m.ino())) {
+                return Some(());
+            }
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+                .ok()?
+                .map(|e| e.map(|e| e.path()))
+                .collect::<Result<_, _>>()
+                .ok()?;
+            entries.sort();
+            for e in entries {
+                self.path(&e, false)?;
+            }
+            return Some(());
         }
+        self.h.update(if m.is_file() { b"f" } else { b"o" });
+        match self.how {
+            Read::Stat => {
+                for n in [
+                    m.size(),
+                    m.ino(),
+                    m.mtime() as u64,
+                    m.mtime_nsec() as u64,
+                    m.ctime() as u64,
+                    m.ctime_nsec() as u64,
+                ] {
+                    self.h.update(n.to_le_bytes());
+                }
+            }
+            Read::Contents if m.is_file() => {
+                self.bytes += m.len();
+                if self.bytes > self.max_bytes {
+                    return None;
+                }
+                let mut f = std::fs::File::open(p).ok()?;
+                let mut digest = Sha256::new();
+                std::io::copy(&mut f, &mut digest).ok()?;
+                self.h.update(digest.finalize());
+            }
+            // A socket or FIFO has no contents to read (and could block).
+            Read::Contents => {}
+        }
+        Some(())
     }
 }
 
@@ -208,24 +330,118 @@ mod tests {
         assert_ne!(base, env(&[("PATH", "/usr/bin")]));
     }
 
+    fn touch(p: &Path, text: &str) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn start(t: &Path, args: &[&str]) -> StartUp {
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        StartUp::of(&t.join("a/b"), Some(t), &t.join("config"), &args)
+    }
+
     #[test]
-    fn any_start_up_file_changing_changes_the_fingerprint() {
+    fn any_start_up_file_changing_changes_both_fingerprints() {
         let t = tempfile::tempdir().unwrap();
-        let cwd = t.path().join("a/b");
-        std::fs::create_dir_all(&cwd).unwrap();
-        let config = t.path().join("config");
-        let all = paths(&cwd, Some(t.path()), &config);
-        let before = files(&all);
-        assert_eq!(before, files(&all), "stable");
+        let t = t.path();
+        std::fs::create_dir_all(t.join("a/b")).unwrap();
+        let s = start(t, &[]);
+        let (state, contents) = (s.state().unwrap(), s.contents().unwrap());
+        assert_eq!(state, s.state().unwrap(), "stable");
+        assert_eq!(contents, s.contents().unwrap(), "stable");
+        let changed = |what: &str, s: &StartUp, before: &mut (String, String)| {
+            let now = (s.state().unwrap(), s.contents().unwrap());
+            assert_ne!(now.0, before.0, "{what}: state");
+            assert_ne!(now.1, before.1, "{what}: contents");
+            *before = now;
+        };
+        let mut before = (state, contents);
         // An instruction file two levels up appears.
-        std::fs::write(t.path().join("a/CLAUDE.md"), "be brief").unwrap();
-        let after = files(&all);
-        assert_ne!(before, after);
-        // An agent file added deep inside the config dir's agents tree.
-        std::fs::create_dir_all(config.join("agents/x")).unwrap();
-        let with_dir = files(&all);
-        assert_ne!(after, with_dir);
-        std::fs::write(config.join("agents/x/a.md"), "agent").unwrap();
-        assert_ne!(with_dir, files(&all));
+        touch(&t.join("a/CLAUDE.md"), "be brief");
+        changed("CLAUDE.md", &s, &mut before);
+        // An agent deep inside the config dir's agents tree (no depth limit).
+        touch(&t.join("config/agents/x/y/z/w/v/a.md"), "agent");
+        changed("deep agent", &s, &mut before);
+        // Plugin contents in the cache, far past the old 512 entries a tree.
+        for i in 0..600 {
+            touch(&t.join(format!("config/plugins/cache/p/{i:04}.md")), "x");
+        }
+        before = (s.state().unwrap(), s.contents().unwrap());
+        touch(&t.join("config/plugins/cache/p/0599.md"), "y");
+        changed("the 600th plugin file", &s, &mut before);
+        // Credentials (who the account is).
+        touch(&t.join("config/.credentials.json"), "{}");
+        changed("credentials", &s, &mut before);
+    }
+
+    #[test]
+    fn files_flags_name_are_fingerprinted_by_content() {
+        let t = tempfile::tempdir().unwrap();
+        let t = t.path();
+        std::fs::create_dir_all(t.join("a/b")).unwrap();
+        touch(
+            &t.join("a/b/settings.json"),
+            r#"{"permissions":{"defaultMode":"plan"}}"#,
+        );
+        touch(&t.join("plugins/one/plugin.json"), "{}");
+        let s = start(
+            t,
+            &[
+                "-p",
+                "--settings",
+                "settings.json",
+                "--plugin-dir",
+                "../../plugins/one",
+                "--model",
+                "opus",
+            ],
+        );
+        let before = s.contents().unwrap();
+        let state = s.state().unwrap();
+        // The same size and mtime as before, other bytes: contents see it
+        // (and the ctime, which no one can set back, the state).
+        let file = t.join("a/b/settings.json");
+        let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::fs::write(&file, r#"{"permissions":{"defaultMode":"acc"}}"#).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_ne!(s.contents().unwrap(), before, "--settings FILE contents");
+        assert_ne!(s.state().unwrap(), state, "--settings FILE ctime");
+        let before = s.contents().unwrap();
+        touch(&t.join("plugins/one/commands/x.md"), "new command");
+        assert_ne!(s.contents().unwrap(), before, "--plugin-dir tree");
+        // Inline JSON and words are in argv, not paths.
+        let args: Vec<std::ffi::OsString> = ["--settings", "{\"a\":1}", "--model", "settings.json"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        assert_eq!(
+            named_paths(&args, &t.join("a/b")),
+            [t.join("a/b/settings.json")]
+        );
+    }
+
+    #[test]
+    fn past_the_bounds_nothing_is_assumed() {
+        let t = tempfile::tempdir().unwrap();
+        let t = t.path();
+        std::fs::create_dir_all(t.join("a/b")).unwrap();
+        for i in 0..20 {
+            touch(&t.join(format!("config/skills/s{i}.md")), "0123456789");
+        }
+        let s = start(t, &[]);
+        assert!(s.walk_within(Read::Contents, 100_000, 1 << 20).is_some());
+        assert!(
+            s.walk_within(Read::Contents, 100_000, 150).is_none(),
+            "bytes"
+        );
+        assert!(s.walk_within(Read::Stat, 10, 1 << 20).is_none(), "entries");
+        // A link loop is walked once, not forever.
+        std::os::unix::fs::symlink(t.join("config/skills"), t.join("config/skills/loop")).unwrap();
+        assert!(s.contents().is_some());
     }
 }

@@ -10,6 +10,9 @@ usage: sdk_client.py MODE --cli PATH --turns N [--prompt 'message {k}']
            while turn k's CLI is still running (its query drained by a task)
   session  one ClaudeSDKClient: one CLI process for every turn; also prints
            every message it received ({"message": …}) for byte comparisons
+  info     one ClaudeSDKClient, one turn; first prints what the answer to
+           `initialize` said ({"info": {"output_style", "current_permission_mode"}})
+--settings PATH is passed on as ClaudeAgentOptions(settings=PATH).
 """
 import argparse
 import asyncio
@@ -97,16 +100,34 @@ async def session(a, options) -> int:
     return 0
 
 
+async def info(a, options) -> int:
+    async with ClaudeSDKClient(options=options) as client:
+        got = await client.get_server_info() or {}
+        emit({"info": {k: got.get(k) for k in ("output_style", "current_permission_mode")}})
+        t_start = now()
+        await client.query(a.prompt.format(k=1))
+        result = None
+        async for m in client.receive_response():
+            if isinstance(m, ResultMessage):
+                result, t_result = m, now()
+        if result is None:
+            emit({"turn": 1, "error": "no result"})
+            return 1
+        emit(turn_line(1, result, t_start, t_result, now()))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["replay", "eager", "session"])
+    ap.add_argument("mode", choices=["replay", "eager", "session", "info"])
     ap.add_argument("--cli", required=True)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--prompt", default="message {k}")
     ap.add_argument("--think", type=float, default=0.0)
+    ap.add_argument("--settings")
     a = ap.parse_args()
-    options = ClaudeAgentOptions(cli_path=a.cli, cwd=os.getcwd())
-    run = session if a.mode == "session" else replay
+    options = ClaudeAgentOptions(cli_path=a.cli, cwd=os.getcwd(), settings=a.settings)
+    run = {"session": session, "info": info}.get(a.mode, replay)
     return asyncio.run(run(a, options))
 
 

@@ -425,3 +425,72 @@ fn python_sdk_session_client_that_waits_gets_its_cli_started_at_once() {
     let errors = std::fs::read_to_string(w.sb.shim_home.join("errors.log")).unwrap_or_default();
     assert!(!errors.contains("initialize"), "{errors}");
 }
+
+/// The answer to `initialize` depends on the files a start reads, flags'
+/// files included: a `--settings FILE` whose contents changed is another
+/// scope, so the shim never gives the answer it remembered for the old
+/// contents (the CLI answers, with the new output style and permission
+/// mode), and nothing differs afterwards.
+#[test]
+fn python_sdk_a_changed_settings_file_is_never_answered_from_memory() {
+    let mut w = World::new();
+    let log = w.sb.root.join("shim.log");
+    w.sb.set_env("CLAUDE_SHIM_LOG", &log);
+    let settings = w.sb.work.join("team-settings.json");
+    let write = |style: &str, mode: &str| {
+        let text =
+            format!(r#"{{"outputStyle":"{style}","permissions":{{"defaultMode":"{mode}"}}}}"#);
+        std::fs::write(&settings, text).unwrap();
+    };
+    let info = |w: &World, k: usize| -> Value {
+        let mut cmd = w.client(
+            Sdk::Python,
+            "info",
+            1,
+            &w.sb.shim_claude(),
+            &format!("q{k} {{k}}"),
+        );
+        cmd.arg("--settings").arg(&settings);
+        let out = run(cmd, b"");
+        let (lines, _) = lines(&out);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.get("turn").is_some() && l.get("error").is_none()),
+            "{}",
+            describe(&out)
+        );
+        lines
+            .iter()
+            .find_map(|l| l.get("info").cloned())
+            .unwrap_or_else(|| panic!("no info line: {}", describe(&out)))
+    };
+    write("Explanatory", "acceptEdits");
+    for k in 1..=3 {
+        let got = info(&w, k);
+        assert_eq!(got["output_style"], "Explanatory", "start {k}: {got}");
+        assert_eq!(
+            got["current_permission_mode"], "acceptEdits",
+            "start {k}: {got}"
+        );
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        text.matches("initialize answered at once").count(),
+        1,
+        "the third start was answered from memory\n{text}"
+    );
+    // Same path, other contents: the CLI's own answer, not the remembered one.
+    write("Concise", "plan");
+    let got = info(&w, 4);
+    assert_eq!(got["output_style"], "Concise", "{got}");
+    assert_eq!(got["current_permission_mode"], "plan", "{got}");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(
+        text.matches("initialize answered at once").count(),
+        1,
+        "not answered from memory after the change\n{text}"
+    );
+    let errors = std::fs::read_to_string(w.sb.shim_home.join("errors.log")).unwrap_or_default();
+    assert!(!errors.contains("initialize"), "{errors}");
+}

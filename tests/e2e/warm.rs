@@ -66,8 +66,15 @@ impl World {
 
     /// One turn of a `Human:`/`Assistant:` client replaying its transcript on stdin.
     fn turn(&mut self, format: Format, msg: &str) -> Ran {
+        self.turn_with(format, &[], msg)
+    }
+
+    /// [`World::turn`] with more flags.
+    fn turn_with(&mut self, format: Format, extra: &[&str], msg: &str) -> Ran {
         let prompt = labels(&self.history, msg, "Human", "\n\n");
-        let out = run(self.sb.shimmed(format.args()), prompt.as_bytes());
+        let mut args = format.args();
+        args.extend_from_slice(extra);
+        let out = run(self.sb.shimmed(args), prompt.as_bytes());
         if out.status.success() {
             self.history.push((msg.to_owned(), format.reply(&out)));
         }
@@ -606,6 +613,43 @@ fn a_changed_environment_starts_a_new_live_cli() {
     let out = w.turn(Format::Text, "message 4");
     w.assert_answered(&out, 4);
     assert_eq!(w.last_engine(), "live");
+    finish(&w);
+}
+
+/// A directory a flag names (`--plugin-dir`) is read at start-up and never
+/// again by a live process: a file changed in it starts a new one (the
+/// conversation goes on resumed: the plugin is not part of its identity).
+#[test]
+fn a_changed_plugin_dir_starts_a_new_live_cli() {
+    let mut w = World::new(true);
+    let plugin = w.sb.work.join("plugin");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(plugin.join("commands")).unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name":"testplug","version":"1.0.0","description":"t"}"#,
+    )
+    .unwrap();
+    let command = plugin.join("commands/hello.md");
+    std::fs::write(&command, "Say hello.").unwrap();
+    let flag = ["--plugin-dir", "plugin"];
+    for k in 1..=2 {
+        let out = w.turn_with(Format::Text, &flag, &format!("message {k}"));
+        w.assert_answered(&out, k);
+    }
+    assert_eq!(w.last_engine(), "warm", "{:?}", w.runs());
+    std::fs::write(&command, "Say hello, briefly.").unwrap();
+    let out = w.turn_with(Format::Text, &flag, "message 3");
+    w.assert_answered(&out, 3);
+    assert_eq!(
+        w.last_engine(),
+        "live",
+        "not the old process: {:?}",
+        w.runs()
+    );
+    let out = w.turn_with(Format::Text, &flag, "message 4");
+    w.assert_answered(&out, 4);
+    assert_eq!(w.last_engine(), "warm", "{:?}", w.runs());
     finish(&w);
 }
 
