@@ -16,4 +16,5 @@ mod fleet;
 mod passthrough;
 mod resume;
 mod sessions;
+mod versions;
 mod warm;
