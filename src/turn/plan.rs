@@ -179,11 +179,13 @@ pub fn plan(f: Facts) -> Plan {
             },
         };
     }
-    // Every plan below passes `--session-id` (fresh, fork) or `--resume`, and
-    // a CLI without `--fork-session` (before 1.0.120) continues a resumed
-    // session under a new id the shim cannot see in text output: a CLI that
-    // lacks any of the three runs as the caller asked.
-    if !(f.caps.resume && f.caps.session_id && f.caps.fork_session) {
+    // Every plan below passes `--session-id` (fresh, fork) or `--resume`. And
+    // before 1.0.124 `-p --resume S` continued under a new id, unseen in text
+    // output, so a pin would name a session without the turn; the first
+    // release with all four flags (1.0.128) keeps the id. A CLI that lacks
+    // any of them runs as the caller asked (docs/cli-versions.md).
+    let caps = &f.caps;
+    if !(caps.resume && caps.session_id && caps.fork_session && caps.resume_session_at) {
         return Plan::AsIs {
             why: Why::NoResumeSupport,
         };
@@ -221,7 +223,7 @@ pub fn plan(f: Facts) -> Plan {
         return resume(How::InPlace);
     }
     match &c.at {
-        Some(at) if f.caps.resume_session_at => resume(How::ForkAt {
+        Some(at) => resume(How::ForkAt {
             at: at.clone(),
             new: f.new_id.clone(),
         }),
@@ -358,17 +360,21 @@ mod tests {
                 all(),
                 resume(at.clone()),
             ),
+            // At the head but busy, with no uuid to branch at: from the head.
             (
                 false,
-                cand(true, true, false, Some("A")),
-                no_at.clone(),
+                cand(true, true, false, None),
+                all(),
                 resume(How::ForkHead { new: "N".into() }),
             ),
+            // No `--resume-session-at` (1.0.124–1.0.127): as asked.
             (
                 false,
                 cand(true, false, false, Some("A")),
                 no_at,
-                fresh(Why::CannotBranch),
+                Plan::AsIs {
+                    why: Why::NoResumeSupport,
+                },
             ),
             (
                 false,

@@ -1,9 +1,9 @@
 //! Claude Code releases that lack a flag the shim uses, through the shim, against
 //! the loopback API server: what the probe (`src/probe.rs`) finds missing is never
-//! passed. Without `--session-id` or `--fork-session` every turn runs exactly as the
-//! caller asked; without `--resume-session-at` a turn that needs a branch behind the
-//! session's head runs fresh with the whole transcript, and the turns that need none
-//! still resume.
+//! passed: a release without `--session-id`, `--fork-session` or `--resume-session-at`
+//! has every turn run exactly as the caller asked. (Before 1.0.124, `-p --resume S`
+//! continued under a new session id, unseen in text output: resuming there would pin a
+//! session that lacks the turn; 1.0.128 is the first release with all four flags.)
 //!
 //! The releases are real and old (pinned in `.ci/claude-code-versions-extra`,
 //! installed by `.ci/install-cli VERSION`; docs/cli-versions.md says what each lacks).
@@ -99,45 +99,15 @@ fn without_session_id_every_turn_runs_as_the_caller_asked() {
     every_turn_runs_as_the_caller_asked("no-session-id");
 }
 
-/// 1.0.60 has `--resume` and `--session-id` but no `--fork-session`; such releases
-/// continue a resumed session under a new id, unseen in text output, so a pin made
-/// from the run would name a session without the turn.
+/// 1.0.60 has `--resume` and `--session-id` but no `--fork-session`.
 #[test]
 fn without_fork_session_every_turn_runs_as_the_caller_asked() {
     every_turn_runs_as_the_caller_asked("no-fork-session");
 }
 
-/// Turn 2 resumes in place; turn 2 asked again
-/// continues turn 1, behind the session's head, which needs a branch the release
-/// cannot make: fresh, with the whole transcript; the next turn resumes that.
-fn a_branch_runs_fresh(role: &str) {
-    let w = World::new(role);
-    let (r1, _) = w.turn(&[], "message 1");
-    let h1 = vec![("message 1".to_owned(), r1)];
-    let (_, req) = w.turn(&h1, "message 2");
-    assert_eq!(
-        req.user_texts(),
-        ["Human: message 1", "message 2"],
-        "resumed: one copy of history"
-    );
-    let (r2b, req) = w.turn(&h1, "message 2 again");
-    let whole = labels(&h1, "message 2 again", "Human", "\n\n");
-    assert_eq!(
-        req.user_texts(),
-        std::slice::from_ref(&whole),
-        "fresh: the whole transcript"
-    );
-    let mut h2 = h1.clone();
-    h2.push(("message 2 again".to_owned(), r2b));
-    let (_, req) = w.turn(&h2, "message 3");
-    assert_eq!(req.user_texts(), [whole, "message 3".to_owned()]);
-    let kinds: Vec<String> = w.runs().into_iter().map(|(k, _)| k).collect();
-    assert_eq!(kinds, ["fresh", "resumed", "fresh", "resumed"]);
-    assert_eq!(w.runs()[2].1, "cannot-branch");
-}
-
-/// 1.0.124: `--fork-session`, not yet `--resume-session-at`.
+/// 1.0.122 has `--fork-session` but not yet `--resume-session-at` (1.0.128), and still
+/// continues a resumed session under a new id (until 1.0.124).
 #[test]
-fn without_resume_session_at_a_branch_behind_the_head_runs_fresh() {
-    a_branch_runs_fresh("no-resume-session-at");
+fn without_resume_session_at_every_turn_runs_as_the_caller_asked() {
+    every_turn_runs_as_the_caller_asked("no-resume-session-at");
 }
