@@ -22,6 +22,16 @@ pub struct Capabilities {
     pub resume_session_at: bool,
 }
 
+impl Capabilities {
+    /// Whether the shim may plan sessions at all: it passes `--session-id`
+    /// (fresh, fork), `--resume`, `--fork-session` and `--resume-session-at`.
+    /// Before 1.0.124 `-p --resume S` continued under a new id, unseen in text
+    /// output; 1.0.128 is the first release with all four (docs/cli-versions.md).
+    pub fn sessions(&self) -> bool {
+        self.resume && self.session_id && self.fork_session && self.resume_session_at
+    }
+}
+
 pub fn probe(real: &Path, guard: &str) -> Option<Capabilities> {
     let version = output(real, "--version", guard)?;
     let help = output(real, "--help", guard).unwrap_or_default();
@@ -182,6 +192,29 @@ mod tests {
         assert!(!c.resume && !c.fork_session && !c.session_id, "{c:?}");
         assert!(c.resume_session_at);
         assert_eq!(options(help), ["--continue", "--fork-session-x"]);
+    }
+
+    #[test]
+    fn sessions_need_all_four_flags() {
+        let all = Capabilities {
+            version: "2.1.330".into(),
+            resume: true,
+            fork_session: true,
+            session_id: true,
+            resume_session_at: true,
+        };
+        assert!(all.sessions());
+        let without: [fn(&mut Capabilities); 4] = [
+            |c| c.resume = false,
+            |c| c.fork_session = false,
+            |c| c.session_id = false,
+            |c| c.resume_session_at = false,
+        ];
+        for (i, drop) in without.iter().enumerate() {
+            let mut c = all.clone();
+            drop(&mut c);
+            assert!(!c.sessions(), "flag {i} missing");
+        }
     }
 
     #[test]

@@ -179,13 +179,9 @@ pub fn plan(f: Facts) -> Plan {
             },
         };
     }
-    // Every plan below passes `--session-id` (fresh, fork) or `--resume`. And
-    // before 1.0.124 `-p --resume S` continued under a new id, unseen in text
-    // output, so a pin would name a session without the turn; the first
-    // release with all four flags (1.0.128) keeps the id. A CLI that lacks
-    // any of them runs as the caller asked (docs/cli-versions.md).
-    let caps = &f.caps;
-    if !(caps.resume && caps.session_id && caps.fork_session && caps.resume_session_at) {
+    // Every plan below passes session flags: a CLI that lacks one of them
+    // runs as the caller asked.
+    if !f.caps.sessions() {
         return Plan::AsIs {
             why: Why::NoResumeSupport,
         };
