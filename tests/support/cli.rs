@@ -32,7 +32,11 @@ impl RealCli {
     /// `.ci/install-cli`). Panics if the file is missing: e2e tests fail, never skip.
     pub fn path() -> PathBuf {
         let (path, origin) = match std::env::var_os("CLAUDE_SHIM_TEST_CLI") {
-            Some(p) if !p.is_empty() => (PathBuf::from(p), "$CLAUDE_SHIM_TEST_CLI"),
+            // Absolute: sandboxes link to it from elsewhere.
+            Some(p) if !p.is_empty() => (
+                std::path::absolute(&p).unwrap_or_else(|_| PathBuf::from(&p)),
+                "$CLAUDE_SHIM_TEST_CLI",
+            ),
             _ => (
                 Path::new(env!("CARGO_MANIFEST_DIR"))
                     .join(".ci/cache/cli/node_modules/.bin/claude"),
