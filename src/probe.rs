@@ -2,7 +2,8 @@
 //! by path + size + mtime): its version from `--version`, visible flags from
 //! `--help`, and the hidden `--resume-session-at` by looking for its option
 //! name in the binary itself (`--version` accepts any flag, so trial runs
-//! cannot tell). A wrong answer is safe: a refused resume reruns fresh.
+//! cannot tell). A wrong answer is safe: a refused resume reruns fresh, and a
+//! flag found missing is never passed (the plan runs fresh, or as asked).
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -21,21 +22,57 @@ pub struct Capabilities {
     pub resume_session_at: bool,
 }
 
+impl Capabilities {
+    /// Whether the shim may plan sessions at all: it passes `--session-id`
+    /// (fresh, fork), `--resume`, `--fork-session` and `--resume-session-at`.
+    /// Before 1.0.124 `-p --resume S` continued under a new id, unseen in text
+    /// output; 1.0.128 is the first release with all four (docs/cli-versions.md).
+    pub fn sessions(&self) -> bool {
+        self.resume && self.session_id && self.fork_session && self.resume_session_at
+    }
+}
+
 pub fn probe(real: &Path, guard: &str) -> Option<Capabilities> {
     let version = output(real, "--version", guard)?;
+    let help = output(real, "--help", guard).unwrap_or_default();
+    let resume_session_at = contains(real, b"--resume-session-at").unwrap_or(false);
+    read(&version, &help, resume_session_at)
+}
+
+/// Capabilities from what `--version` and `--help` printed and whether the
+/// binary names `--resume-session-at`. `None`: not a Claude Code binary.
+fn read(version: &str, help: &str, resume_session_at: bool) -> Option<Capabilities> {
     // A version is a short word; anything else is not a Claude Code binary.
     let version = version.split_whitespace().next()?.to_owned();
     if version.len() > 64 {
         return None;
     }
-    let help = output(real, "--help", guard).unwrap_or_default();
+    let flags = options(help);
+    let has = |name: &str| flags.contains(&name);
     Some(Capabilities {
         version,
-        resume: help.contains("--resume"),
-        fork_session: help.contains("--fork-session"),
-        session_id: help.contains("--session-id"),
-        resume_session_at: contains(real, b"--resume-session-at").unwrap_or(false),
+        resume: has("--resume"),
+        fork_session: has("--fork-session"),
+        session_id: has("--session-id"),
+        resume_session_at,
     })
+}
+
+/// The long options `--help` lists: the first column of its option lines
+/// (`  -r, --resume [value]   Resume…`). Descriptions mention other flags
+/// (2.1.330: `--resume <id> to pick the session`), so they do not count.
+fn options(help: &str) -> Vec<&str> {
+    help.lines()
+        .filter_map(|line| line.strip_prefix("  "))
+        .filter(|rest| rest.starts_with('-'))
+        .flat_map(|rest| {
+            let column = rest.split("  ").next().unwrap_or("");
+            column
+                .split(", ")
+                .filter_map(|names| names.split_whitespace().next())
+        })
+        .filter(|name| name.starts_with("--"))
+        .collect()
 }
 
 /// Output of a probe beyond this is ignored.
@@ -115,6 +152,84 @@ fn contains(path: &Path, needle: &[u8]) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--help` of real releases (tests/fixtures/help): each lacks a flag
+    /// the shim would use, or has them all.
+    #[test]
+    fn capabilities_from_real_help() {
+        let help = |v: &str| {
+            let file = format!(
+                "{}/tests/fixtures/help/claude-{v}.txt",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e}"))
+        };
+        // (release, resume, fork-session, session-id)
+        let rows = [
+            ("1.0.30", true, false, false),
+            ("1.0.60", true, false, true),
+            ("1.0.124", true, true, true),
+            ("2.1.330", true, true, true),
+        ];
+        for (v, resume, fork_session, session_id) in rows {
+            let got = read(&format!("{v} (Claude Code)\n"), &help(v), false).unwrap();
+            let want = Capabilities {
+                version: v.into(),
+                resume,
+                fork_session,
+                session_id,
+                resume_session_at: false,
+            };
+            assert_eq!(got, want, "{v}");
+        }
+    }
+
+    #[test]
+    fn a_flag_named_only_in_a_description_is_not_there() {
+        let help = "Options:\n  -c, --continue   Continue (with --continue or\n                   \
+                    --resume <id> to pick the session)\n  --fork-session-x  uses --session-id\n";
+        let c = read("9.9.9", help, true).unwrap();
+        assert!(!c.resume && !c.fork_session && !c.session_id, "{c:?}");
+        assert!(c.resume_session_at);
+        assert_eq!(options(help), ["--continue", "--fork-session-x"]);
+    }
+
+    #[test]
+    fn sessions_need_all_four_flags() {
+        let all = Capabilities {
+            version: "2.1.330".into(),
+            resume: true,
+            fork_session: true,
+            session_id: true,
+            resume_session_at: true,
+        };
+        assert!(all.sessions());
+        let without: [fn(&mut Capabilities); 4] = [
+            |c| c.resume = false,
+            |c| c.fork_session = false,
+            |c| c.session_id = false,
+            |c| c.resume_session_at = false,
+        ];
+        for (i, drop) in without.iter().enumerate() {
+            let mut c = all.clone();
+            drop(&mut c);
+            assert!(!c.sessions(), "flag {i} missing");
+        }
+    }
+
+    #[test]
+    fn not_a_claude_binary() {
+        assert_eq!(read("", "", true), None);
+        assert_eq!(read(&"x".repeat(65), "", true), None);
+        // No help at all: nothing is passed that the binary may not know.
+        assert_eq!(
+            read("1.0.0 (Claude Code)", "", false),
+            Some(Capabilities {
+                version: "1.0.0".into(),
+                ..Default::default()
+            })
+        );
+    }
 
     #[test]
     fn finds_needle_across_chunk_borders() {

@@ -179,6 +179,13 @@ pub fn plan(f: Facts) -> Plan {
             },
         };
     }
+    // Every plan below passes session flags: a CLI that lacks one of them
+    // runs as the caller asked.
+    if !f.caps.sessions() {
+        return Plan::AsIs {
+            why: Why::NoResumeSupport,
+        };
+    }
     let fresh = |why| Plan::Fresh {
         session: f.new_id.clone(),
         why,
@@ -198,9 +205,6 @@ pub fn plan(f: Facts) -> Plan {
         Ok(c) => c,
         Err(miss) => return fresh(Why::Missed(miss)),
     };
-    if !f.caps.resume {
-        return fresh(Why::NoResumeSupport);
-    }
     if !c.file_exists {
         return fresh(Why::SessionFileGone);
     }
@@ -214,13 +218,12 @@ pub fn plan(f: Facts) -> Plan {
     if c.is_head && c.leased {
         return resume(How::InPlace);
     }
-    let can_fork = f.caps.fork_session && f.caps.session_id;
     match &c.at {
-        Some(at) if can_fork && f.caps.resume_session_at => resume(How::ForkAt {
+        Some(at) => resume(How::ForkAt {
             at: at.clone(),
             new: f.new_id.clone(),
         }),
-        _ if can_fork && c.is_head => resume(How::ForkHead {
+        _ if c.is_head => resume(How::ForkHead {
             new: f.new_id.clone(),
         }),
         _ => fresh(Why::CannotBranch),
@@ -294,7 +297,33 @@ mod tests {
                 false,
                 cand(true, true, true, Some("A")),
                 Caps::default(),
-                fresh(Why::NoResumeSupport),
+                Plan::AsIs {
+                    why: Why::NoResumeSupport,
+                },
+            ),
+            // No `--session-id` (before 1.0.5x): nothing can be named, not
+            // even a fresh session; forced or not, the turn runs as asked.
+            (
+                true,
+                cand(true, true, true, Some("A")),
+                Caps {
+                    session_id: false,
+                    ..all()
+                },
+                Plan::AsIs {
+                    why: Why::NoResumeSupport,
+                },
+            ),
+            (
+                false,
+                Err(Miss::NoHistory),
+                Caps {
+                    session_id: false,
+                    ..all()
+                },
+                Plan::AsIs {
+                    why: Why::NoResumeSupport,
+                },
             ),
             (
                 false,
@@ -327,17 +356,21 @@ mod tests {
                 all(),
                 resume(at.clone()),
             ),
+            // At the head but busy, with no uuid to branch at: from the head.
             (
                 false,
-                cand(true, true, false, Some("A")),
-                no_at.clone(),
+                cand(true, true, false, None),
+                all(),
                 resume(How::ForkHead { new: "N".into() }),
             ),
+            // No `--resume-session-at` (1.0.124–1.0.127): as asked.
             (
                 false,
                 cand(true, false, false, Some("A")),
                 no_at,
-                fresh(Why::CannotBranch),
+                Plan::AsIs {
+                    why: Why::NoResumeSupport,
+                },
             ),
             (
                 false,
@@ -347,12 +380,14 @@ mod tests {
             ),
             (
                 false,
-                cand(true, true, false, Some("A")),
+                cand(true, true, true, Some("A")),
                 Caps {
                     fork_session: false,
                     ..all()
                 },
-                fresh(Why::CannotBranch),
+                Plan::AsIs {
+                    why: Why::NoResumeSupport,
+                },
             ),
         ];
         for (i, (forced, candidate, caps, want)) in rows.into_iter().enumerate() {

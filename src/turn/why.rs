@@ -53,7 +53,7 @@ impl Reason {
             Why::Missed(miss) => Reason::from_miss(miss),
             Why::NoResumeSupport => Reason::new(
                 "no-resume-support",
-                "this Claude Code does not support --resume",
+                "this Claude Code (before 1.0.128) lacks --resume, --session-id, --fork-session or --resume-session-at, so the turn ran as the caller asked",
             ),
             Why::SessionFileGone => Reason::new(
                 "session-gone",

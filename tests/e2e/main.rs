@@ -18,4 +18,5 @@ mod passthrough;
 mod resume;
 mod retry;
 mod sessions;
+mod versions;
 mod warm;

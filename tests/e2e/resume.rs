@@ -714,22 +714,24 @@ fn changed_append_system_prompt_runs_fresh() {
 fn changed_model_runs_fresh_with_the_new_model() {
     let w = World::new();
     let mut c = w.conv(Client::Wrapper);
-    c.args = strings(&["--model", "claude-sonnet-5-5"]);
+    // Two models every supported release knows (docs/cli-versions.md): an unknown
+    // one is warned about on stderr.
+    c.args = strings(&["--model", "claude-opus-4-5"]);
     let t = say_n(&mut c, "alpha", 2);
     assert_eq!(t[1].kind(), "resumed", "{}", w.context());
     assert!(t
         .iter()
-        .all(|t| t.request().model() == Some("claude-sonnet-5-5")));
+        .all(|t| t.request().model() == Some("claude-opus-4-5")));
 
-    c.args = strings(&["--model", "claude-haiku-5-5"]);
+    c.args = strings(&["--model", "claude-haiku-4-5"]);
     let t3 = c.say(&question("alpha", 3));
     assert_full(&w, t3.request(), &t3.prompt);
-    assert_eq!(t3.request().model(), Some("claude-haiku-5-5"));
+    assert_eq!(t3.request().model(), Some("claude-haiku-4-5"));
     assert_ne!(t3.session(), t[0].session());
     assert_eq!(t3.kind(), "fresh", "{}", w.context());
 
     let t4 = c.say(&question("alpha", 4));
-    assert_eq!(t4.request().model(), Some("claude-haiku-5-5"));
+    assert_eq!(t4.request().model(), Some("claude-haiku-4-5"));
     assert_eq!(t4.session(), t3.session());
     assert_eq!(t4.kind(), "resumed", "{}", w.context());
     w.assert_no_shim_errors();
@@ -832,9 +834,12 @@ fn refused_resume(client: Client, damage: Damage) {
     let head = last_assistant_uuid(&file);
     let broken = match damage {
         Damage::Truncated => String::new(),
-        Damage::HeadOnly => {
-            format!("{{\"type\":\"assistant\",\"uuid\":\"{head}\",\"isSidechain\":false}}\n")
-        }
+        // With a timestamp, as every real record has: 2.1.0's start-up statistics crash
+        // on a record without one.
+        Damage::HeadOnly => format!(
+            "{{\"type\":\"assistant\",\"uuid\":\"{head}\",\"isSidechain\":false,\
+             \"timestamp\":\"2026-01-01T00:00:00.000Z\"}}\n"
+        ),
     };
     std::fs::write(&file, broken).expect("damage session file");
     // The damage is one the real CLI refuses.
@@ -848,7 +853,8 @@ fn refused_resume(client: Client, damage: Damage) {
     assert_eq!(
         w.server.main_requests().len(),
         2,
-        "the probe sent a request"
+        "the probe sent a request\n{}",
+        w.context()
     );
     let damaged = std::fs::read(&file).expect("read damaged file");
 

@@ -27,7 +27,8 @@ pub enum RequestKind {
     /// the CLI sends for every `-p` turn (2.1.330).
     Main,
     /// Any other `/v1/messages` request (non-streaming, or without tools: title generation,
-    /// summaries, …). The CLI sends none in `-p` mode with nonessential traffic disabled.
+    /// summaries, …; the sub-agent `Warmup` of 2.0.x and 2.1.0). 2.1.330 sends none in
+    /// `-p` mode with nonessential traffic disabled.
     Side,
     /// `POST /v1/messages/count_tokens`.
     CountTokens,
@@ -37,7 +38,8 @@ pub enum RequestKind {
 #[derive(Clone, Debug)]
 pub struct LoggedRequest {
     /// 1-based number among the `/v1/messages` requests this server answered
-    /// (count_tokens requests are not numbered: `0`).
+    /// (count_tokens requests and warm-ups are not numbered: `0`, so a reply's number is
+    /// the same whether or not the CLI sent warm-ups before it).
     pub index: usize,
     pub kind: RequestKind,
     /// Request target as sent, e.g. `/v1/messages?beta=true`.
@@ -150,6 +152,10 @@ impl LoggedRequest {
             return Some(h.to_string());
         }
         let uid = self.body.pointer("/metadata/user_id")?.as_str()?;
+        // Up to 2.1.x early: `user_<hash>_account_<uuid>_session_<uuid>`; later JSON.
+        if let Some((_, sid)) = uid.rsplit_once("_session_") {
+            return Some(sid.to_string());
+        }
         let v: Value = serde_json::from_str(uid).ok()?;
         v.get("session_id")?.as_str().map(str::to_string)
     }
@@ -604,6 +610,13 @@ impl Drop for ApiServer {
     }
 }
 
+/// The sub-agent warm-up older CLIs (2.0.x, 2.1.0) send after a cold turn: a lone user
+/// message `Warmup`, streamed with tools. Not a conversation turn.
+fn is_warmup(body: &Value) -> bool {
+    let msgs = body.get("messages").and_then(Value::as_array);
+    matches!(msgs.map(Vec::as_slice), Some([m]) if message_texts(m) == ["Warmup"])
+}
+
 /// The default reply: `reply {n}: {echo}` with echo the first 40 chars of the last user
 /// text.
 pub fn default_reply(req: &LoggedRequest) -> String {
@@ -786,9 +799,10 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
         .get("tools")
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty());
+    let warmup = is_warmup(&body);
     let kind = if is_count {
         RequestKind::CountTokens
-    } else if stream && has_tools {
+    } else if stream && has_tools && !warmup {
         RequestKind::Main
     } else {
         RequestKind::Side
@@ -797,8 +811,8 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
     // Account, number and log under the lock, so concurrent requests get distinct numbers.
     let (mut logged, reply_fn, error_fn, reply_size, latency, delay_fn) = {
         let mut st = shared.lock();
-        let usage = if is_count {
-            // Counting tokens writes nothing to the cache.
+        let usage = if is_count || warmup {
+            // Counting tokens writes nothing to the cache; a warm-up is left out of it.
             let bytes: usize = cacheable_blocks(&body).iter().map(|(b, _)| b.len()).sum();
             CacheUsage {
                 content_bytes: bytes,
@@ -808,7 +822,7 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
         } else {
             st.cache.account(&body)
         };
-        let index = if is_count {
+        let index = if is_count || warmup {
             0
         } else {
             st.counter += 1;

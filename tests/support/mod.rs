@@ -20,7 +20,7 @@ pub mod store;
 pub mod turns;
 
 pub use api::{ApiServer, CacheModel, LoggedRequest, RequestKind, UsageTotals};
-pub use cli::{shim_exe, RealCli};
+pub use cli::{shim_exe, RealCli, Version};
 pub use clients::{Chat, Client};
 pub use mask::{mask_volatile, Masker};
 pub use process::{describe, ok, run, run_with_timeout, Input, Ran};

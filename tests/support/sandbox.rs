@@ -81,7 +81,16 @@ impl Sandbox {
 
     /// The real CLI talking to the Messages API at `base_url`.
     pub fn real_at(base_url: &str) -> Sandbox {
-        let mut sb = Self::build("shim-home", Some(RealCli::path()));
+        Self::real_cli_at(base_url, RealCli::path())
+    }
+
+    /// Another real CLI (`RealCli::extra`) talking to `server`.
+    pub fn real_with(server: &ApiServer, cli: PathBuf) -> Sandbox {
+        Self::real_cli_at(&server.base_url(), cli)
+    }
+
+    fn real_cli_at(base_url: &str, cli: PathBuf) -> Sandbox {
+        let mut sb = Self::build("shim-home", Some(cli));
         std::fs::create_dir(&sb.shim_home).expect("mkdir the data dir");
         // A used machine has `~/.claude.json`. Without it, CLIs started together
         // race to create it and one may warn on stderr that it is missing while

@@ -147,13 +147,13 @@ fn real_checks(f: &Facts) -> Vec<Check> {
             ]
             .join(", ");
             let detail = format!("{list} ({})", f.capabilities_source);
-            if c.resume && c.session_id {
+            if c.sessions() {
                 check("capabilities", Level::Ok, detail, None)
             } else {
                 check(
                     "capabilities",
                     Level::Warn,
-                    format!("{detail}: every turn runs fresh (no savings)"),
+                    format!("{detail}: every turn runs as asked (no savings)"),
                     Some("upgrade Claude Code"),
                 )
             }
@@ -476,6 +476,16 @@ mod tests {
                 |f| {
                     if let Some(c) = f.capabilities.as_mut() {
                         c.resume = false;
+                    }
+                },
+                Level::Warn,
+                "capabilities",
+            ),
+            (
+                "claude before 1.0.128, without --resume-session-at",
+                |f| {
+                    if let Some(c) = f.capabilities.as_mut() {
+                        c.resume_session_at = false;
                     }
                 },
                 Level::Warn,
