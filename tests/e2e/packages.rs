@@ -16,77 +16,12 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::support::clients::one_line_server;
+use crate::support::dist::{dist, is_elf, platform, triple, Dist, VERSION};
 use crate::support::{
     describe, ok, run, shell, shim_exe, ApiServer, Chat, Client, Input, RealCli, Sandbox,
 };
 
-const VERSION: &str = env!("CARGO_PKG_VERSION");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// The npm platform key of this machine (`npm/claude-shim/lib/platform.js`).
-fn platform() -> String {
-    let cpu = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        other => other,
-    };
-    let libc = if cfg!(target_os = "linux") {
-        "-gnu"
-    } else {
-        ""
-    };
-    format!("{}-{cpu}{libc}", std::env::consts::OS)
-}
-
-/// The packages in `dist/`, at Cargo.toml's version.
-struct Dist {
-    npm: Vec<PathBuf>,
-    wheel: PathBuf,
-    sdist: PathBuf,
-}
-
-/// `dist/` as `.ci/package` leaves it; panics with the command to run when
-/// it is missing or holds another version.
-fn dist() -> Dist {
-    let dir = Path::new(ROOT).join("dist");
-    let run_it = "run `.ci/package` (.ci/test runs it before the tests)";
-    let names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("no packages: {} ({e}); {run_it}", dir.display()))
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    let want = [
-        format!("claude-shim-{VERSION}.tgz"),
-        format!("claude-shim-{}-{VERSION}.tgz", platform()),
-        format!("claude_shim-{VERSION}.tar.gz"),
-    ];
-    let wheel = names.iter().find(|n| {
-        n.starts_with(&format!("claude_shim-{VERSION}-py3-none-")) && n.ends_with(".whl")
-    });
-    let missing: Vec<&String> = want.iter().filter(|w| !names.contains(w)).collect();
-    if !missing.is_empty() || wheel.is_none() {
-        panic!(
-            "dist/ is missing or stale: Cargo.toml says {VERSION}, dist/ holds {names:?} \
-             (missing {missing:?}{}); {run_it}",
-            if wheel.is_none() {
-                " and the wheel"
-            } else {
-                ""
-            }
-        );
-    }
-    Dist {
-        npm: want[..2].iter().map(|n| dir.join(n)).collect(),
-        wheel: dir.join(wheel.expect("checked")),
-        sdist: dir.join(&want[2]),
-    }
-}
-
-/// A file starting with the ELF magic: a native binary, not a script.
-fn is_elf(path: &Path) -> bool {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    bytes.starts_with(b"\x7fELF")
-}
 
 /// The directory holding `program` on the test's own PATH (npm, node).
 fn dir_of(program: &str) -> PathBuf {
@@ -427,38 +362,71 @@ fn wheel_installs_the_native_binary_with_pip() {
     u.removal_leaves_an_inert_link(&format!("{remove} -y"), &bin);
 }
 
-/// Both registries carry one build (the same bytes), and the wheel's platform
-/// tag is the one its glibc symbol versions allow (auditwheel's reading).
+/// Every package carries one build (the same bytes): npm's, the wheel's, and
+/// the release asset at the path Cargo.toml's cargo-binstall templates name;
+/// and the wheel's platform tag is the one its glibc symbol versions allow
+/// (auditwheel's reading).
 #[test]
 fn the_packages_carry_one_binary_and_the_wheel_tag_is_truthful() {
     let dist = dist();
     let t = tempfile::tempdir().unwrap();
-    let python = Path::new(ROOT).join(".ci/cache/maturin/bin/python");
-    let from_wheel = t.path().join("wheel");
-    let script = "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); \
-                  open(sys.argv[3], 'wb').write(z.read(sys.argv[2]))";
-    let member = format!("claude_shim-{VERSION}.data/scripts/claude-shim");
-    ok({
-        let mut c = Command::new(&python);
-        c.args(["-c", script])
-            .arg(&dist.wheel)
-            .arg(&member)
-            .arg(&from_wheel);
-        c
-    });
-    ok({
-        let mut c = Command::new("tar");
-        c.arg("-xzf")
-            .arg(&dist.npm[1])
+    let tools = Path::new(ROOT).join(".ci/cache/maturin/bin");
+    let from_wheel = t.path().join("from-wheel");
+    let mut unzip = Command::new(tools.join("python"));
+    unzip
+        .arg("-c")
+        .arg("import sys, zipfile; open(sys.argv[3], 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))")
+        .arg(&dist.wheel)
+        .arg(format!("claude_shim-{VERSION}.data/scripts/claude-shim"))
+        .arg(&from_wheel);
+    ok(unzip);
+    let untar = |archive: &Path, member: &str| {
+        let mut tar = Command::new("tar");
+        tar.arg("-xzf")
+            .arg(archive)
             .arg("-C")
             .arg(t.path())
-            .arg("package/bin/claude-shim");
-        c
-    });
-    let from_npm = std::fs::read(t.path().join("package/bin/claude-shim")).unwrap();
+            .arg(member);
+        ok(tar);
+        std::fs::read(t.path().join(member)).unwrap()
+    };
+    let npm = untar(&dist.npm[1], "package/bin/claude-shim");
     assert!(
-        from_npm == std::fs::read(&from_wheel).unwrap(),
+        npm == std::fs::read(&from_wheel).unwrap(),
         "npm and the wheel differ"
+    );
+
+    // cargo-binstall: `{ repo }/releases/download/v{ version }/<asset>`, the
+    // binary at bin-dir inside it.
+    let manifest: toml::Table = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let meta = &manifest["package"]["metadata"]["binstall"];
+    let fill = |template: &str| {
+        template
+            .replace("{ name }", "claude-shim")
+            .replace("{ bin }", "claude-shim")
+            .replace("{ binary-ext }", "")
+            .replace("{ version }", VERSION)
+            .replace("{ target }", &triple())
+    };
+    let asset = dist
+        .binstall
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let url = fill(meta["pkg-url"].as_str().expect("pkg-url"));
+    assert_eq!(
+        url,
+        format!("{{ repo }}/releases/download/v{VERSION}/{asset}")
+    );
+    assert_eq!(meta["pkg-fmt"].as_str(), Some("tgz"));
+    let bin_dir = fill(meta["bin-dir"].as_str().expect("bin-dir"));
+    assert!(
+        untar(&dist.binstall, &bin_dir) == npm,
+        "the binstall asset differs"
     );
 
     let tag = dist
@@ -473,12 +441,9 @@ fn the_packages_carry_one_binary_and_the_wheel_tag_is_truthful() {
         .unwrap()
         .trim_end_matches(".whl")
         .to_owned();
-    let shown = ok({
-        let mut c = Command::new(Path::new(ROOT).join(".ci/cache/maturin/bin/auditwheel"));
-        c.arg("show").arg(&dist.wheel);
-        c
-    });
-    let shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut show = Command::new(tools.join("auditwheel"));
+    show.arg("show").arg(&dist.wheel);
+    let shown = ok(show).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         shown.contains(&format!(
             "consistent with the following platform tag: \"{tag}\""
