@@ -7,6 +7,7 @@
 //       optional dependency on every platform package of lib/platform.js)
 //   node npm/stage.js --out DIR --version V --target TRIPLE --binary PATH
 //       DIR/<platform>: the platform package carrying that native binary
+//   --repository URL (Cargo.toml's) goes into both, as npm's provenance wants
 //   node npm/stage.js --platform-of TRIPLE
 //       prints the platform key of a Rust target triple
 //
@@ -58,7 +59,12 @@ function fresh(dir) {
   return dir;
 }
 
-function stageMain(out, version) {
+// `repository`, when Cargo.toml names one.
+function repository(url) {
+  return url ? { repository: { type: 'git', url: `git+${url.replace(/\.git$/, '')}.git` } } : {};
+}
+
+function stageMain(out, version, repo) {
   const dir = fresh(path.join(out, 'claude-shim'));
   for (const file of ['bin/claude-shim', 'lib/platform.js', 'install.js', 'README.md']) {
     fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
@@ -72,6 +78,7 @@ function stageMain(out, version) {
     version,
     description: DESCRIPTION,
     license: LICENSE,
+    ...repository(repo),
     keywords: ['claude', 'claude-code', 'cli', 'shim'],
     // Windows is not supported (README): npm says so at install time.
     os: ['darwin', 'linux'],
@@ -84,7 +91,7 @@ function stageMain(out, version) {
   return dir;
 }
 
-function stagePlatform(out, version, triple, binary) {
+function stagePlatform(out, version, triple, binary, repo) {
   const key = keyOf(triple);
   const p = PLATFORMS[key];
   if (!fs.existsSync(binary)) fail(`${binary} does not exist`);
@@ -98,6 +105,7 @@ function stagePlatform(out, version, triple, binary) {
     version,
     description: `The native claude-shim binary for ${what}; install \`claude-shim\`, which picks it`,
     license: LICENSE,
+    ...repository(repo),
     os: [p.os],
     cpu: [p.cpu],
   };
@@ -125,8 +133,8 @@ if (a['platform-of']) {
 }
 if (!a.out || !a.version) fail('usage: see the header of npm/stage.js');
 if (!a.main && !a.target) fail('nothing to stage: give --main and/or --target TRIPLE --binary PATH');
-if (a.main) process.stdout.write(`${stageMain(a.out, a.version)}\n`);
+if (a.main) process.stdout.write(`${stageMain(a.out, a.version, a.repository)}\n`);
 if (a.target) {
   if (!a.binary) fail('--target needs --binary');
-  process.stdout.write(`${stagePlatform(a.out, a.version, a.target, a.binary)}\n`);
+  process.stdout.write(`${stagePlatform(a.out, a.version, a.target, a.binary, a.repository)}\n`);
 }
