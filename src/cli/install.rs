@@ -183,24 +183,18 @@ impl Run for Install {
             )?;
         }
         let origin = super::origin::detect(&me);
+        let cannot = match origin {
+            super::origin::Origin::Unknown => String::new(),
+            ref o => format!(" ({} cannot)", o.name()),
+        };
         writeln!(
             out,
-            "To remove claude-shim later, run `{} uninstall` first (it removes this link; \
-             {} cannot), then `{}`.",
+            "\nTo remove claude-shim later: `{} uninstall` first, which removes this link{cannot}, \
+             then `{}`.",
             invocation_name(&me),
-            origin_tool(&origin),
             origin.remove_command(&me)
         )?;
         Ok(())
-    }
-}
-
-/// Who removes the binary, for the sentence that says they cannot remove
-/// the link.
-fn origin_tool(origin: &super::origin::Origin) -> &'static str {
-    match origin {
-        super::origin::Origin::Unknown => "deleting the binary",
-        o => o.name(),
     }
 }
 
