@@ -17,6 +17,8 @@ pub mod passthrough;
 pub mod shim;
 
 // One managed turn.
+/// The call's own cost in the results the caller reads.
+pub mod cost;
 /// Transcript dialects → conversation.
 pub mod dialect;
 /// stream-json lines, typed and parsed once.
@@ -44,6 +46,8 @@ pub mod warm;
 // Around it.
 /// The management face (`claude-shim …` commands).
 pub mod cli;
+/// The data directory, trusted only when private.
+pub mod data_dir;
 /// Every environment variable, typed.
 pub mod env;
 /// `claude-shim explain`: a dry run of one turn.

@@ -25,17 +25,18 @@ pub fn debug(msg: std::fmt::Arguments<'_>) {
 /// A failure inside the shim that it worked around (the turn still ran as
 /// without the shim). Never printed to the caller's streams — that would make
 /// the shim observable — but kept in `<data dir>/errors.log` for `doctor`.
+/// Where [`error`] writes, in the data directory.
+pub const ERRORS_LOG: &str = "errors.log";
+
 pub fn error(msg: std::fmt::Arguments<'_>) {
     debug(msg);
-    let Some(dir) = crate::env::data_dir() else {
+    // Only into a directory the shim would use (never created here): one
+    // that another user owns or can write may hold a planted errors.log
+    // linking to a caller's file.
+    let Ok(Some(dir)) = crate::data_dir::DataDir::existing() else {
         return;
     };
-    // Only into a directory the shim would use: one that another user owns
-    // or can write may hold a planted errors.log linking to a caller's file.
-    if !crate::store::is_private_dir(&dir) {
-        return;
-    }
-    let path = dir.join("errors.log");
+    let path = dir.join(ERRORS_LOG);
     // Keep the file small: start over past 1 MiB.
     let truncate = std::fs::symlink_metadata(&path).is_ok_and(|m| m.len() > 1 << 20);
     let file = std::fs::OpenOptions::new()

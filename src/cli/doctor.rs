@@ -72,6 +72,9 @@ pub struct Facts {
     pub data_dir: Option<PathBuf>,
     pub data_dir_mode: Option<u32>,
     pub data_dir_owned: bool,
+    /// Why the shim would not use the data directory, and the fix (then
+    /// nothing in it is read: turns run as without the shim).
+    pub data_dir_refused: Option<(String, String)>,
     pub db_path: Option<PathBuf>,
     pub db_exists: bool,
     pub db_mode: Option<u32>,
@@ -181,9 +184,14 @@ pub fn gather(dir: Option<&Path>) -> Facts {
         Err(e) => f.real_error = Some(e.to_string()),
     }
     f.claude_config_dir = crate::env::claude_config_dir();
-    f.data_dir = crate::env::data_dir();
+    f.data_dir = crate::data_dir::configured();
     if let Some(dir) = f.data_dir.clone() {
         (f.data_dir_mode, f.data_dir_owned) = mode_owned(&dir);
+        if let Err(why) = crate::data_dir::DataDir::existing_at(&dir) {
+            f.data_dir_refused = Some((why.to_string(), why.fix()));
+        }
+    }
+    if let Some(dir) = f.data_dir.clone().filter(|_| f.data_dir_refused.is_none()) {
         let db = dir.join(DB_FILE);
         f.db_exists = db.exists();
         (f.db_mode, f.db_owned) = mode_owned(&db);

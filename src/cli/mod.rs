@@ -174,7 +174,9 @@ impl std::fmt::Display for UnreadableStore {
 /// The store, if it exists: commands that only read never create it.
 fn existing_store() -> Result<Option<crate::store::Store>> {
     use crate::store::backend::{redact, Location};
-    let dir = crate::env::data_dir().context("no data directory: set CLAUDE_SHIM_HOME or HOME")?;
+    let Some(dir) = crate::data_dir::DataDir::existing()? else {
+        return Ok(None);
+    };
     match Location::configured(&dir)? {
         Location::Postgres(url) => {
             let patience =
@@ -188,7 +190,7 @@ fn existing_store() -> Result<Option<crate::store::Store>> {
             if !db.exists() {
                 return Ok(None);
             }
-            crate::store::Store::open_in(&dir)
+            crate::store::Store::open_in(dir.path())
                 .map(Some)
                 .context(UnreadableStore(db.display().to_string()))
         }

@@ -67,7 +67,7 @@ impl Run for Sessions {
 
 /// The keeper's live CLIs, if a keeper runs (never starts one).
 fn live_processes() -> Vec<crate::warm::protocol::Live> {
-    let Some(dir) = crate::env::data_dir() else {
+    let Ok(Some(dir)) = crate::data_dir::DataDir::existing() else {
         return Vec::new();
     };
     if !crate::warm::keeper::socket(&dir).exists() {

@@ -4,7 +4,7 @@
 
 use super::{duration, human, style::Style, Run};
 use crate::warm::client::{self, Keeper};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::io::Write;
 
@@ -27,7 +27,9 @@ enum Action {
 }
 
 fn connect() -> Result<Option<Keeper>> {
-    let dir = crate::env::data_dir().context("no data directory: set CLAUDE_SHIM_HOME or HOME")?;
+    let Some(dir) = crate::data_dir::DataDir::existing()? else {
+        return Ok(None);
+    };
     Ok(Keeper::connect(&dir, false))
 }
 
@@ -117,7 +119,7 @@ pub struct KeeperCmd;
 
 impl Run for KeeperCmd {
     fn run(&self, _out: &mut dyn Write) -> Result<()> {
-        let dir = crate::env::data_dir().context("no data directory")?;
+        let dir = crate::data_dir::DataDir::open()?;
         crate::warm::keeper::serve(client::config(&dir))
     }
 }

@@ -83,6 +83,9 @@ pub struct Spec {
     /// The child speaks stream-json; the caller gets `output` as a cold run
     /// would print it (see `warm::render`).
     pub render: bool,
+    /// The result's cost figures are made the call's own (a session the
+    /// shim resumed; see `cost`).
+    pub own_cost: Option<crate::cost::Own>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,10 +248,15 @@ pub fn start(
         let (observed, render) = match spec.render {
             true => (
                 OutputFormat::StreamJson,
-                Some(crate::warm::render::Render::new(spec.output, false)),
+                Some(crate::warm::render::Render::new(spec.output)),
             ),
             false => (spec.output, None),
         };
+        // Text output prints no figures.
+        let own_cost = spec
+            .own_cost
+            .clone()
+            .filter(|_| observed != OutputFormat::Text);
         let tap = tee::Tap {
             observer: Some(Observer::new(observed)),
             watch: watch.clone(),
@@ -256,6 +264,7 @@ pub fn start(
             pid,
             proof: spec.proof,
             render,
+            own_cost,
         };
         std::thread::spawn(move || tee::copy(from, tee::Stream::Out, hold, tap))
     });

@@ -70,7 +70,13 @@ pub fn restore_file_size_limit() {
 /// whether the caller signalled them while they ran. A turn may run two at
 /// once (the Agent SDK handshake).
 #[derive(Clone, Default)]
-pub struct ChildPid(Arc<Mutex<Children>>, Arc<AtomicBool>, Arc<AtomicI32>);
+pub struct ChildPid(
+    Arc<Mutex<Children>>,
+    Arc<AtomicBool>,
+    Arc<AtomicI32>,
+    /// SIGINT is noted, not sent: the turn interrupts the child itself.
+    Arc<AtomicBool>,
+);
 
 #[derive(Default)]
 struct Children {
@@ -109,6 +115,11 @@ impl ChildPid {
     pub fn signalled(&self) -> bool {
         self.1.load(Ordering::SeqCst)
     }
+    /// While `on`, SIGINT is noted but not sent to the children: the turn
+    /// stops the child's turn its own way (a live CLI serves other turns).
+    pub fn interrupt_myself(&self, on: bool) {
+        self.3.store(on, Ordering::SeqCst);
+    }
     /// The last such signal.
     pub fn last_signal(&self) -> Option<Signal> {
         Signal::try_from(self.2.load(Ordering::SeqCst)).ok()
@@ -139,7 +150,9 @@ pub fn relay(child: ChildPid) -> std::io::Result<()> {
                     // Nothing started yet (the shim is reading the prompt or
                     // probing): the caller meant to stop `claude`, i.e. us.
                     Child::NotYet if sig != Signal::SIGWINCH => die_by(sig),
-                    Child::Running(_) if sig == Signal::SIGINT && !forward_int() => {}
+                    Child::Running(_)
+                        if sig == Signal::SIGINT
+                            && (child.3.load(Ordering::SeqCst) || !forward_int()) => {}
                     Child::Running(pids) => {
                         for pid in pids {
                             let _ = signal::kill(pid, sig);

@@ -128,6 +128,9 @@ pub struct Tap {
     pub proof: super::Proof,
     /// Stream-json in, the caller's format out (line by line).
     pub render: Option<crate::warm::render::Render>,
+    /// Results get the call's own cost figures (json and stream-json: whole
+    /// lines are passed, each as soon as it is complete).
+    pub own_cost: Option<crate::cost::Own>,
 }
 
 /// Copy `from` to our fd `to` until EOF. When the caller closes our end
@@ -142,12 +145,19 @@ pub fn copy(
     let mut buf = vec![0u8; CHUNK];
     let mut may_splice = true;
     let mut filter = ResponseFilter::new(std::mem::take(&mut tap.answers), tap.pid);
-    if let Some(render) = tap.render.take() {
+    if let Some(mut render) = tap.render.take() {
+        if let Some(own) = tap.own_cost.take() {
+            render.own_cost = Some(own);
+        }
         return rendered(from, to, hold, tap, render);
     }
+    let mut lines = tap.own_cost.take().map(|own| Lines {
+        own,
+        partial: Vec::new(),
+    });
     loop {
         // Nothing left to hold, observe or filter: move the bytes in the kernel.
-        let wants = tap.observer.as_ref().is_some_and(Observer::wants_bytes);
+        let wants = tap.observer.as_ref().is_some_and(Observer::wants_bytes) || lines.is_some();
         if may_splice && released(&hold) && !wants && filter.done() && !lock(&hold).muted {
             // SAFETY: fds 1 and 2 stay open for the life of the process.
             let out = unsafe { BorrowedFd::borrow_raw(to as i32) };
@@ -167,7 +177,13 @@ pub fn copy(
             }
         }
         let n = match from.read(&mut buf) {
-            Ok(0) => break,
+            Ok(0) => {
+                // A last line without its newline goes as it is.
+                if let Some(rest) = lines.as_mut().map(|l| std::mem::take(&mut l.partial)) {
+                    pass(to, &rest, &hold, true);
+                }
+                break;
+            }
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => break,
@@ -188,7 +204,11 @@ pub fn copy(
             proven = tap.proof.holds(o.observation());
         }
         let was_released = released(&hold);
-        if !pass(to, chunk, &hold, proven) {
+        let out = match lines.as_mut() {
+            Some(l) => std::borrow::Cow::Owned(l.complete(chunk)),
+            None => std::borrow::Cow::Borrowed(chunk),
+        };
+        if !pass(to, &out, &hold, proven) {
             break;
         }
         if !was_released && released(&hold) {
@@ -198,6 +218,29 @@ pub fn copy(
         }
     }
     tap.observer
+}
+
+/// Output passed a complete line at a time, each result's cost figures made
+/// the call's own.
+struct Lines {
+    own: crate::cost::Own,
+    partial: Vec<u8>,
+}
+
+impl Lines {
+    /// The lines `chunk` completes, as the caller gets them.
+    fn complete(&mut self, chunk: &[u8]) -> Vec<u8> {
+        self.partial.extend_from_slice(chunk);
+        let Some(last) = memchr::memrchr(b'\n', &self.partial) else {
+            return Vec::new();
+        };
+        let done: Vec<u8> = self.partial.drain(..=last).collect();
+        let mut out = Vec::with_capacity(done.len());
+        for line in done.split_inclusive(|&b| b == b'\n') {
+            out.extend_from_slice(&self.own.line(line));
+        }
+        out
+    }
 }
 
 /// [`copy`] for a child whose stream-json is rendered for the caller: each

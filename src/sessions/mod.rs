@@ -134,6 +134,18 @@ pub fn last_assistant_uuid(path: &Path) -> Option<String> {
     from_tail(path, assistant_uuid)
 }
 
+/// Whether the session's last turn ends at the main-thread assistant
+/// record `uuid`: no turn began after it (a killed turn leaves its queued
+/// message or its user record behind, and a resume in place would send that
+/// message again, with a filler reply, before the retried one).
+pub fn ends_at(path: &Path, uuid: &str) -> bool {
+    let last = from_tail(path, |line| match starts_turn(line) {
+        true => Some(None),
+        false => assistant_uuid(line).map(Some),
+    });
+    last.flatten().as_deref() == Some(uuid)
+}
+
 /// The uuid of the last main-thread assistant record in a file's bytes.
 pub fn last_assistant_uuid_in(bytes: &[u8]) -> Option<String> {
     bytes.split(|&b| b == b'\n').rev().find_map(assistant_uuid)
@@ -154,6 +166,20 @@ pub fn has_assistant_uuid(bytes: &[u8], uuid: &str) -> bool {
 pub fn saved_total_cost(path: &Path) -> Option<f64> {
     std::fs::metadata(path).ok()?;
     Some(from_tail(path, cost_state).unwrap_or(0.0))
+}
+
+/// The running totals a resume of the session starts from (its last
+/// `cost-state` record; zero when it has none). `None`: the file cannot be
+/// read.
+pub fn saved_cost(path: &Path) -> Option<crate::cost::Base> {
+    std::fs::metadata(path).ok()?;
+    Some(
+        from_tail(path, |line| {
+            memchr::memmem::find(line, b"\"cost-state\"")?;
+            crate::cost::Base::of_record(&serde_json::from_slice(line).ok()?)
+        })
+        .unwrap_or_default(),
+    )
 }
 
 fn cost_state(line: &[u8]) -> Option<f64> {
@@ -247,6 +273,38 @@ fn assistant_uuid(line: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_begun_after_the_head_means_it_no_longer_ends_there() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.jsonl");
+        let done = concat!(
+            r#"{"type":"queue-operation","operation":"enqueue","content":"q1"}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u1"}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1"}"#,
+            "\n",
+            r#"{"type":"cost-state","totalCostUSD":0.1}"#,
+            "\n",
+        );
+        std::fs::write(&f, done).unwrap();
+        assert!(ends_at(&f, "a1"));
+        assert!(!ends_at(&f, "a0"));
+        // Killed after its message was queued, or after its user record.
+        for killed in [
+            r#"{"type":"queue-operation","operation":"enqueue","content":"q2"}"#,
+            r#"{"type":"user","uuid":"u2"}"#,
+        ] {
+            std::fs::write(&f, format!("{done}{killed}\n")).unwrap();
+            assert!(!ends_at(&f, "a1"), "{killed}");
+            assert_eq!(last_assistant_uuid(&f).as_deref(), Some("a1"));
+        }
+        // A sidechain's records do not begin a turn.
+        let side = r#"{"type":"user","uuid":"s1","isSidechain":true}"#;
+        std::fs::write(&f, format!("{done}{side}\n")).unwrap();
+        assert!(ends_at(&f, "a1"));
+    }
 
     #[test]
     fn finds_by_id_and_reads_the_last_assistant() {

@@ -3,8 +3,8 @@
 //! replicas share (a fleet). Chosen by `CLAUDE_SHIM_STORE`, else by
 //! `store = "…"` in `<data dir>/config.toml`.
 
+use crate::data_dir::DataDir;
 use anyhow::{bail, Context, Result};
-use std::path::Path;
 
 pub const CONFIG_FILE: &str = "config.toml";
 
@@ -22,16 +22,20 @@ impl Location {
     /// neither means SQLite. A value we cannot read is an error (the turn
     /// then runs as without the shim and says so), never a silent fallback
     /// to a local store that the other replicas would not see.
-    pub fn configured(data_dir: &Path) -> Result<Location> {
+    /// The file is read only from a private data directory (the type says
+    /// so), never through a link, and only if it is ours.
+    pub fn configured(data_dir: &DataDir) -> Result<Location> {
         if let Some(v) = crate::env::store() {
             return Location::parse(&v).context(crate::env::STORE);
         }
         let file = data_dir.join(CONFIG_FILE);
-        let text = match std::fs::read_to_string(&file) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Location::Sqlite),
+        let bytes = match data_dir.read(CONFIG_FILE) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(Location::Sqlite),
             Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
         };
+        let text = String::from_utf8(bytes)
+            .with_context(|| format!("reading {}: not UTF-8", file.display()))?;
         Location::from_config(&text).with_context(|| format!("reading {}", file.display()))
     }
 

@@ -18,9 +18,10 @@ pub mod runs;
 pub mod scans;
 pub mod transcripts;
 
+use crate::data_dir::DataDir;
 use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -74,11 +75,10 @@ impl Store {
     /// Open (creating if needed) `<dir>/shim.db`: dir 0700, file 0600, WAL,
     /// busy timeout, migrations applied.
     pub fn open_in(dir: &Path) -> Result<Store> {
-        Self::open_at(dir, false)
+        Self::open_at(&DataDir::open_at(dir)?, false)
     }
 
-    fn open_at(dir: &Path, hot: bool) -> Result<Store> {
-        ensure_private_dir(dir)?;
+    fn open_at(dir: &DataDir, hot: bool) -> Result<Store> {
         let path = dir.join(DB_FILE);
         // Create the file private in one step. One that SQLite creates (0644
         // under the usual umask) and that is chmod-ed afterwards looks shared
@@ -87,6 +87,7 @@ impl Store {
             .create(true)
             .append(true)
             .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
             .open(&path)
             .with_context(|| format!("creating {}", path.display()))?;
         check_private_file(&path)?;
@@ -114,7 +115,7 @@ impl Store {
     /// or the shared store (every call together bounded by
     /// [`postgres::TURN_BUDGET`]).
     pub fn open_default() -> Result<Store> {
-        let dir = crate::env::data_dir().context("no data directory (HOME unset)")?;
+        let dir = DataDir::open()?;
         match backend::Location::configured(&dir)? {
             backend::Location::Sqlite => Self::open_at(&dir, true),
             backend::Location::Postgres(url) => Self::open_shared(&url, postgres::Patience::Turn),
@@ -123,9 +124,9 @@ impl Store {
 
     /// The configured store for management commands and the keeper: the
     /// shared one, or the SQLite file in `dir`.
-    pub fn open_configured(dir: &Path, patience: postgres::Patience) -> Result<Store> {
+    pub fn open_configured(dir: &DataDir, patience: postgres::Patience) -> Result<Store> {
         match backend::Location::configured(dir)? {
-            backend::Location::Sqlite => Self::open_in(dir),
+            backend::Location::Sqlite => Self::open_at(dir, false),
             backend::Location::Postgres(url) => Self::open_shared(&url, patience),
         }
     }
@@ -259,33 +260,6 @@ fn is_busy(e: &anyhow::Error) -> bool {
                 if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
         )
     })
-}
-
-/// Whether `dir` exists, is ours, and only we can write it (what
-/// `ensure_private_dir` accepts), without creating anything.
-pub fn is_private_dir(dir: &Path) -> bool {
-    std::fs::metadata(dir).is_ok_and(|m| {
-        m.is_dir() && m.uid() == nix::unistd::geteuid().as_raw() && m.mode() & 0o022 == 0
-    })
-}
-
-/// Create the data dir 0700, or check an existing one is ours and private.
-fn ensure_private_dir(dir: &Path) -> Result<()> {
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let meta = std::fs::metadata(dir)?;
-    if meta.uid() != nix::unistd::geteuid().as_raw() {
-        bail!("{} is owned by another user", dir.display());
-    }
-    if meta.mode() & 0o022 != 0 {
-        bail!("{} is writable by others (want 0700)", dir.display());
-    }
-    Ok(())
 }
 
 fn check_private_file(path: &Path) -> Result<()> {

@@ -28,6 +28,9 @@ pub struct Attempt {
     /// The CLI speaks stream-json; the caller gets its own format (see
     /// `warm::render`).
     pub render: bool,
+    /// The session whose running totals the CLI restores, when the shim
+    /// chose to resume it: the caller gets its call's own cost (see `cost`).
+    pub own_cost: Option<String>,
 }
 
 impl Attempt {
@@ -140,6 +143,16 @@ pub fn original(prompt: &Prompt, args: &[OsString], input: InputFormat) -> Attem
         prompt_arg,
         env: Vec::new(),
         render: false,
+        own_cost: None,
+    }
+}
+
+/// The session a plan resumes that the caller did not (its running totals
+/// are not the caller's call's).
+fn restores(plan: &Plan) -> Option<String> {
+    match plan {
+        Plan::Resume { session, .. } | Plan::Continue { session, .. } => Some(session.clone()),
+        Plan::Fresh { .. } | Plan::Caller { .. } | Plan::AsIs { .. } => None,
     }
 }
 
@@ -160,6 +173,7 @@ pub fn continuation(plan: &Plan, args: &[OsString]) -> Option<Attempt> {
         prompt_arg: None,
         env: vec![("CLAUDE_CODE_RESUME_INTERRUPTED_TURN".into(), "1".into())],
         render: true,
+        own_cost: restores(plan),
     })
 }
 
@@ -182,6 +196,7 @@ pub fn attempt(
         hold: matches!(plan, Plan::Resume { .. }),
         proof: Default::default(),
         prompt_arg: a.prompt_arg.map(|i| i + session_flags(plan).len()),
+        own_cost: restores(plan),
         ..a
     };
     if !matches!(plan, Plan::Resume { .. } | Plan::Caller { .. }) {
@@ -198,6 +213,7 @@ pub fn attempt(
             prompt_arg: Some(*index),
             env: Vec::new(),
             render: false,
+            own_cost: None,
         }),
         Prompt::Stdin { .. } => with_flags(Attempt {
             args: args.to_vec(),
@@ -208,6 +224,7 @@ pub fn attempt(
             prompt_arg: None,
             env: Vec::new(),
             render: false,
+            own_cost: None,
         }),
         Prompt::StreamJson {
             before,
@@ -239,6 +256,7 @@ pub fn attempt(
                 prompt_arg: None,
                 env: Vec::new(),
                 render: false,
+                own_cost: None,
             })
         }
         Prompt::Waiting { .. } | Prompt::None { .. } => as_asked,

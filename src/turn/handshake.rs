@@ -86,6 +86,7 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
             proof: Default::default(),
             env: Vec::new(),
             render: false,
+            own_cost: None,
         },
         &ctx.child,
         Some(late.clone() as Arc<dyn Watch>),
@@ -202,7 +203,7 @@ struct Handshake {
 /// the scope's answer is confirmed, and every CLI's answer heard.
 struct Init {
     id: String,
-    data_dir: std::path::PathBuf,
+    data_dir: crate::data_dir::DataDir,
     key: String,
     last: Mutex<Option<Remembered>>,
     /// The shim gave the caller the answer.
@@ -217,7 +218,7 @@ impl Init {
         }
         let asked = initialize::asked(before)?;
         let cwd = std::env::current_dir().ok()?;
-        let data_dir = crate::env::data_dir()?;
+        let data_dir = crate::data_dir::DataDir::open().ok()?;
         let config_dir = crate::env::claude_config_dir()?;
         let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
         let files = fingerprint::start_up(&cwd, home.as_deref(), &config_dir);
@@ -371,6 +372,7 @@ impl Launch for Handshake {
             proof: attempt.proof,
             env: attempt.env.clone(),
             render: attempt.render,
+            own_cost: ctx.own_cost(attempt),
         };
         debug!("handshake: resuming in a second CLI");
         let finished = runner::run(spec, &ctx.child, Some(tandem.clone() as Arc<dyn Watch>))

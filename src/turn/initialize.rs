@@ -13,6 +13,7 @@
 //! until two starts agree again. Answers are kept in files in the data
 //! directory (`initialize/<scope>.json`, private, a few KiB each).
 
+use crate::data_dir::DataDir;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -157,34 +158,33 @@ pub fn answers(line: &[u8], id: &str) -> bool {
     )
 }
 
-fn file(data_dir: &Path, key: &str) -> PathBuf {
-    data_dir.join("initialize").join(format!("{key}.json"))
+/// Where remembered answers live in the data directory.
+const DIR: &str = "initialize";
+
+fn name(key: &str) -> String {
+    format!("{key}.json")
 }
 
-pub fn load(data_dir: &Path, key: &str) -> Option<Remembered> {
-    let text = std::fs::read(file(data_dir, key)).ok()?;
+/// The remembered answer of a scope: only from a private file of ours.
+pub fn load(data_dir: &DataDir, key: &str) -> Option<Remembered> {
+    let path = data_dir.join(DIR).join(name(key));
+    let text = crate::data_dir::read_private(&path).ok()??;
     serde_json::from_slice(&text).ok()
 }
 
 /// No answer to give in this scope.
-pub fn forget(data_dir: &Path, key: &str) -> anyhow::Result<()> {
-    match std::fs::remove_file(file(data_dir, key)) {
+pub fn forget(data_dir: &DataDir, key: &str) -> anyhow::Result<()> {
+    match std::fs::remove_file(data_dir.join(DIR).join(name(key))) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
         _ => Ok(()),
     }
 }
 
-/// Write (privately, whole or not at all).
-pub fn save(data_dir: &Path, key: &str, r: &Remembered) -> anyhow::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let path = file(data_dir, key);
-    let dir = path.parent().expect("a file in a directory");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    crate::whole_file::write(&path, &serde_json::to_vec(r)?, 0o600)?;
-    keep_newest(dir, KEEP);
+/// Write (privately, whole or not at all; never through a link).
+pub fn save(data_dir: &DataDir, key: &str, r: &Remembered) -> anyhow::Result<()> {
+    let dir = data_dir.subdir(DIR)?;
+    crate::whole_file::write(&dir.join(name(key)), &serde_json::to_vec(r)?, 0o600)?;
+    keep_newest(&dir, KEEP);
     Ok(())
 }
 
@@ -279,22 +279,39 @@ mod tests {
     fn saved_privately_and_loaded() {
         use std::os::unix::fs::PermissionsExt;
         let t = tempfile::tempdir().unwrap();
+        let d = DataDir::open_at(t.path()).unwrap();
         let r = Remembered::after(None, ANSWER.as_bytes(), 4242, "req_1").unwrap();
-        save(t.path(), "k", &r).unwrap();
-        assert_eq!(load(t.path(), "k"), Some(r));
+        save(&d, "k", &r).unwrap();
+        assert_eq!(load(&d, "k"), Some(r));
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&t.path().join("initialize")), 0o700);
         assert_eq!(mode(&t.path().join("initialize/k.json")), 0o600);
-        assert!(load(t.path(), "other").is_none());
+        assert!(load(&d, "other").is_none());
+        // A planted answer that is not a private file of ours is not given.
+        let planted = t.path().join("initialize/p.json");
+        std::fs::write(
+            &planted,
+            std::fs::read(t.path().join("initialize/k.json")).unwrap(),
+        )
+        .unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(load(&d, "p").is_none());
+        std::os::unix::fs::symlink(
+            t.path().join("initialize/k.json"),
+            t.path().join("initialize/l.json"),
+        )
+        .unwrap();
+        assert!(load(&d, "l").is_none(), "never through a link");
     }
 
     #[test]
     fn only_the_most_recently_written_scopes_are_kept() {
         let t = tempfile::tempdir().unwrap();
+        let d = DataDir::open_at(t.path()).unwrap();
         let r = Remembered::after(None, ANSWER.as_bytes(), 4242, "req_1").unwrap();
         let base = std::time::SystemTime::now() - std::time::Duration::from_secs(10_000);
         for i in 0..KEEP {
-            save(t.path(), &format!("k{i}"), &r).unwrap();
+            save(&d, &format!("k{i}"), &r).unwrap();
             // Written in order, a second apart.
             let f = std::fs::File::options()
                 .write(true)
@@ -303,10 +320,10 @@ mod tests {
             f.set_modified(base + std::time::Duration::from_secs(i as u64))
                 .unwrap();
         }
-        save(t.path(), "new", &r).unwrap();
-        assert!(load(t.path(), "new").is_some());
-        assert!(load(t.path(), "k0").is_none(), "the oldest went");
-        assert!(load(t.path(), "k1").is_some());
+        save(&d, "new", &r).unwrap();
+        assert!(load(&d, "new").is_some());
+        assert!(load(&d, "k0").is_none(), "the oldest went");
+        assert!(load(&d, "k1").is_some());
         let n = std::fs::read_dir(t.path().join("initialize"))
             .unwrap()
             .count();

@@ -181,9 +181,15 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
     }
     let file = sessions::find(&place.config_dir, &pin.session).filter(|_| here);
     // The node is the head only if both we and the file agree: someone may
-    // have resumed the session by hand since.
-    let file_head = || file.as_deref().and_then(sessions::last_assistant_uuid);
-    let mut is_head = head_in_store.as_deref() == at && file_head().as_deref() == at;
+    // have resumed the session by hand since, or a turn was killed there
+    // (its message is in the file: resumed in place, the model would get it
+    // twice; a branch at the node leaves it out).
+    let file_head = || match (file.as_deref(), at) {
+        (Some(f), Some(at)) => sessions::ends_at(f, at),
+        (Some(f), None) => sessions::last_assistant_uuid(f).is_none(),
+        (None, _) => false,
+    };
+    let mut is_head = head_in_store.as_deref() == at && file_head();
     if (is_head || lease.is_some()) && mode == Mode::Turn {
         let lease = match lease {
             Some(l) => l,
@@ -197,7 +203,7 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
                     pid: std::process::id() as i32,
                 });
                 // A holder we waited for may have written more since.
-                is_head = file_head().as_deref() == at;
+                is_head = file_head();
             }
             Lease::NotHead => is_head = false,
             Lease::Held { .. } => found.busy = true,

@@ -69,9 +69,19 @@ impl Ctx<'_> {
             proof: a.proof,
             env: a.env.clone(),
             render: a.render,
+            own_cost: self.own_cost(a),
         };
         runner::run(spec, &self.child, watch)
             .unwrap_or_else(|e| crate::shim::cannot_run(self.real, &e))
+    }
+}
+
+impl Ctx<'_> {
+    /// What the caller's result should say of the cost, for attempt `a`.
+    fn own_cost(&self, a: &Attempt) -> Option<crate::cost::Own> {
+        let session = a.own_cost.as_deref()?;
+        let config = env::claude_config_dir()?;
+        Some(crate::cost::Own::resuming(&config, session))
     }
 }
 
@@ -135,6 +145,13 @@ impl Launch for Cold {
 }
 
 fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit {
+    // Nothing of a data directory that is not private is read, written or
+    // connected to (its config, store, keeper, remembered answers): the
+    // call runs as without the shim, and `doctor` says why.
+    if let Err(why) = crate::data_dir::DataDir::open() {
+        debug!("data directory refused ({why}); passing through");
+        crate::shim::exec_or_die(real, &args, guard);
+    }
     runner::signals::ignore_file_size_limit();
     let child = ChildPid::default();
     if let Err(e) = runner::prepare_signals(&child) {

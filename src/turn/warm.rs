@@ -7,6 +7,7 @@
 use super::attempt::Attempt;
 use super::plan::{How, Miss, Plan, Why};
 use super::{Cold, Ctx, Launch};
+use crate::data_dir::DataDir;
 use crate::observe::Observer;
 use crate::prompt::Prompt;
 use crate::runner::tee::{self, Stream};
@@ -24,7 +25,7 @@ use std::sync::Arc;
 
 pub struct Warm {
     keeper: Option<Keeper>,
-    data_dir: PathBuf,
+    data_dir: DataDir,
     config_dir: PathBuf,
     flags: Vec<String>,
     key: String,
@@ -48,7 +49,20 @@ impl Warm {
             debug!("cold: {why}");
             return None;
         }
+        if [1, 2]
+            .iter()
+            .any(|&fd| nix::unistd::isatty(fd).unwrap_or(false))
+        {
+            // The CLI prints for a terminal otherwise (error lines repeated on
+            // stderr, retry notices, terminal sanitising) than for the pipes
+            // a live process writes to.
+            debug!("cold: stdout or stderr is a terminal");
+            return None;
+        }
         let text_ok = match prompt {
+            // Over the CLI's limit for piped input (10 MB) a cold run fails
+            // with its own message; a live process would take the line.
+            Prompt::Stdin { bytes } if bytes.len() > STDIN_LIMIT => false,
             Prompt::Stdin { bytes } => std::str::from_utf8(bytes).is_ok(),
             Prompt::Positional { .. } => stdin_is_quiet(),
             _ => false,
@@ -65,7 +79,7 @@ impl Warm {
             .collect::<Option<_>>()?;
         env.push((crate::env::GUARD.into(), ctx.guard.into()));
         let cwd = std::env::current_dir().ok()?.to_str()?.to_owned();
-        let data_dir = env::data_dir()?;
+        let data_dir = DataDir::open().ok()?;
         let config_dir = env::claude_config_dir()?;
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let files = fingerprint::start_up(Path::new(&cwd), home.as_deref(), &config_dir);
@@ -152,6 +166,7 @@ impl Warm {
         let (hold, _gate) = tee::Hold::new(held);
         let size_before = self.file_size(plan.target_session());
         ctx.child.set(lent.pid);
+        ctx.child.interrupt_myself(true);
         let relayed = relay(
             ctx,
             &lent,
@@ -160,8 +175,16 @@ impl Warm {
             ctx.managed.output,
             watch.as_deref(),
         );
+        ctx.child.interrupt_myself(false);
         ctx.child.clear(lent.pid);
-        let healthy = relayed.exit.is_some() && !relayed.signalled;
+        // Not kept for another turn: a process whose turn was interrupted (the
+        // session moved on without it), or a new one that said anything on
+        // stderr (a cold start would say it again every turn; it would not).
+        let spoke_on_stderr = lent.fresh && relayed.stderr > 0;
+        let healthy = relayed.exit.is_some()
+            && !relayed.signalled
+            && !relayed.interrupted
+            && !spoke_on_stderr;
         // Ended mid-turn after output reached the caller: end as it did.
         let died = match (relayed.exit, relayed.signalled) {
             (None, false) => self.keeper.as_mut().and_then(Keeper::ended),
@@ -203,6 +226,10 @@ impl Warm {
     }
 }
 
+/// Below the CLI's own limit for piped stdin (10 MB, checked on 2.1.330):
+/// anything larger runs cold, where the CLI makes its check.
+const STDIN_LIMIT: usize = 9 << 20;
+
 /// How a cold CLI ends when the caller signals it mid-turn (checked on
 /// 2.1.330): SIGINT → exit 0, SIGTERM → 143; others as a shell reports them.
 fn cold_exit_on(sig: nix::sys::signal::Signal) -> i32 {
@@ -221,14 +248,26 @@ struct Relayed {
     /// The turn's exit status, from its result.
     exit: Option<i32>,
     observation: crate::observe::Observation,
+    /// The caller's signal stopped the turn (the process ends by it).
     signalled: bool,
     signalled_by: Option<nix::sys::signal::Signal>,
+    /// The caller's SIGINT interrupted the turn (the process lives on).
+    interrupted: bool,
     /// Bytes that reached (or were held for) the caller.
     wrote: usize,
+    /// Bytes the process printed on stderr.
+    stderr: usize,
 }
 
+/// How long an interrupted live process may take to print its result.
+const INTERRUPT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Write the message, then relay the turn: stdout rendered for the caller's
-/// format up to the result, stderr as it comes.
+/// format up to the result, stderr as it comes. The caller's SIGINT stops the
+/// turn as it stops a cold run — its result is an error, printed, and the
+/// exit status 0 — through the live process's own interrupt request (a
+/// signal would end the process, and it would print nothing); other signals
+/// reach the process and end it, as a cold run ends.
 fn relay(
     ctx: &Ctx<'_>,
     lent: &Lent,
@@ -238,17 +277,18 @@ fn relay(
     watch: Option<&dyn Watch>,
 ) -> Relayed {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use nix::sys::signal::Signal;
     let mut out = Relayed {
         exit: None,
         observation: Default::default(),
         signalled: false,
         signalled_by: None,
+        interrupted: false,
         wrote: 0,
+        stderr: 0,
     };
     let mut observer = Observer::new(crate::invocation::OutputFormat::StreamJson);
-    // A cold resume restores the session's usage (and its key order); a
-    // process that began the session itself has its own from turn 2 on.
-    let mut render = Render::new(format, lent.began_fresh && lent.turns > 0);
+    let mut render = Render::new(format);
     if (&lent.stdin).write_all(line).is_err() {
         out.observation = observer.finish();
         return out;
@@ -256,28 +296,48 @@ fn relay(
     if let Some(w) = watch {
         w.input_closed();
     }
+    let interrupt_id = format!("claude-shim-interrupt-{}", std::process::id());
+    let mut interrupted_at: Option<std::time::Instant> = None;
     let mut partial: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     let mut stopped_at: Option<std::time::Instant> = None;
     let started = std::time::Instant::now();
     let mut spoke = false;
+    let kill = || {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(lent.pid), Signal::SIGKILL);
+    };
     'turn: loop {
         // A new process that never answers a stream-json message (not a CLI
         // that speaks it) must not hang the turn: it goes, the turn runs cold.
         if lent.fresh && !spoke && started.elapsed() > START_PATIENCE {
             debug!("warm: the new live CLI said nothing in {START_PATIENCE:?}; ending it");
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(lent.pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            kill();
             break;
         }
         if ctx.child.signalled() && !out.signalled {
-            // The caller stopped the turn: a cold CLI prints nothing more.
+            match ctx.child.last_signal() {
+                Some(Signal::SIGINT) => {
+                    if interrupted_at.is_none() {
+                        let _ = (&lent.stdin).write_all(&warm::interrupt_line(&interrupt_id));
+                        interrupted_at = Some(std::time::Instant::now());
+                        out.interrupted = true;
+                    }
+                }
+                sig => {
+                    // The caller stopped the turn: a cold CLI prints nothing more.
+                    out.signalled = true;
+                    out.signalled_by = sig;
+                    stopped_at = Some(std::time::Instant::now());
+                    tee::mute(hold);
+                }
+            }
+        }
+        if interrupted_at.is_some_and(|t| t.elapsed() > INTERRUPT_PATIENCE) && !out.signalled {
+            debug!("warm: the interrupted live CLI printed no result; ending it");
+            kill();
             out.signalled = true;
-            out.signalled_by = ctx.child.last_signal();
-            stopped_at = Some(std::time::Instant::now());
-            tee::mute(hold);
+            out.signalled_by = Some(Signal::SIGINT);
+            break;
         }
         if stopped_at.is_some_and(|t| t.elapsed() > std::time::Duration::from_secs(5)) {
             break;
@@ -299,6 +359,7 @@ fn relay(
         if err_ready {
             if let Ok(n) = (&lent.stderr).read(&mut buf) {
                 if n > 0 {
+                    out.stderr += n;
                     tee::pass(Stream::Err, &buf[..n], hold, false);
                 }
             }
@@ -314,6 +375,10 @@ fn relay(
         partial.extend_from_slice(&buf[..n]);
         while let Some(nl) = memchr::memchr(b'\n', &partial) {
             let line: Vec<u8> = partial.drain(..=nl).collect();
+            // The answer to our interrupt is not the caller's to see.
+            if super::initialize::answers(&line, &interrupt_id) {
+                continue;
+            }
             let fed = observer.feed(&line);
             if fed.result {
                 if let Some(w) = watch {
@@ -330,12 +395,13 @@ fn relay(
                 tee::pass(Stream::Out, b"", hold, true);
             }
             if let Some(code) = rendered.exit {
-                out.exit = Some(code);
+                // A cold run stopped by SIGINT exits 0, its error result printed.
+                out.exit = Some(if out.interrupted { 0 } else { code });
                 break 'turn;
             }
         }
     }
-    if ctx.child.signalled() && !out.signalled {
+    if ctx.child.signalled() && !out.signalled && !out.interrupted {
         // The caller's signal ended the process between the check above and
         // its end of output: the turn was stopped all the same (never rerun).
         out.signalled = true;
@@ -464,7 +530,7 @@ impl Launch for Warm {
 /// Before a cold run writes to `session` in place: end its live process,
 /// if a keeper holds one (it would no longer know the session).
 pub fn release(session: &str) {
-    let Some(dir) = env::data_dir() else {
+    let Ok(Some(dir)) = DataDir::existing() else {
         return;
     };
     if !crate::warm::keeper::socket(&dir).exists() {

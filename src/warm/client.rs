@@ -5,6 +5,7 @@
 
 use super::keeper;
 use super::protocol::{self, Reply, Request, Status};
+use crate::data_dir::DataDir;
 use std::fs::File;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -54,10 +55,10 @@ pub fn build_id() -> String {
 }
 
 /// The keeper's settings, from the environment of the shim that starts it.
-pub fn config(dir: &Path) -> keeper::Config {
+pub fn config(dir: &DataDir) -> keeper::Config {
     let ttl = crate::env::warm_ttl();
     keeper::Config {
-        dir: dir.to_path_buf(),
+        dir: dir.clone(),
         max: crate::env::warm_max().unwrap_or_else(keeper::default_max),
         ttl,
         linger: ttl.min(Duration::from_secs(60)),
@@ -68,15 +69,15 @@ pub fn config(dir: &Path) -> keeper::Config {
 impl Keeper {
     /// The keeper of `dir`, if one answers (with `start`, one is started
     /// when none does).
-    pub fn connect(dir: &Path, start: bool) -> Option<Keeper> {
+    pub fn connect(dir: &DataDir, start: bool) -> Option<Keeper> {
         let socket = keeper::socket(dir);
-        let mut k = match UnixStream::connect(&socket) {
+        let mut k = match ours(&socket) {
             Ok(s) => Keeper::new(s),
             Err(_) if start => {
                 spawn_keeper().ok()?;
                 let deadline = Instant::now() + START_WAIT;
                 loop {
-                    if let Ok(s) = UnixStream::connect(&socket) {
+                    if let Ok(s) = ours(&socket) {
                         break Keeper::new(s);
                     }
                     if Instant::now() >= deadline {
@@ -207,6 +208,31 @@ impl Keeper {
             other => Err(std::io::Error::other(format!("unexpected reply {other:?}"))),
         }
     }
+}
+
+/// A connection to the keeper socket at `path`, if a keeper of our own
+/// user listens there: the socket file must be ours, and so must the process
+/// that listens (`SO_PEERCRED`), so a planted socket never gets a turn.
+fn ours(path: &Path) -> std::io::Result<UnixStream> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = std::fs::symlink_metadata(path)?;
+    let me = nix::unistd::geteuid().as_raw();
+    if !meta.file_type().is_socket() || meta.uid() != me {
+        crate::error!(
+            "warm: {} is not our keeper's socket; not using it",
+            path.display()
+        );
+        return Err(std::io::ErrorKind::PermissionDenied.into());
+    }
+    let stream = UnixStream::connect(path)?;
+    if !keeper::same_user(&stream) {
+        crate::error!(
+            "warm: the process listening at {} is another user's",
+            path.display()
+        );
+        return Err(std::io::ErrorKind::PermissionDenied.into());
+    }
+    Ok(stream)
 }
 
 /// Start `claude-shim keeper` in its own session, detached from ours.

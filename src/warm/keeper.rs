@@ -13,6 +13,7 @@
 //! turn holds the session's lease.
 
 use super::protocol::{self, Live, Reply, Request, Start, Status};
+use crate::data_dir::DataDir;
 use crate::store::pins::Lease;
 use crate::store::Store;
 use anyhow::{Context, Result};
@@ -30,7 +31,7 @@ const LOCK: &str = "keeper.lock";
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub dir: PathBuf,
+    pub dir: DataDir,
     pub max: usize,
     pub ttl: Duration,
     /// How long the keeper stays with nothing to hold.
@@ -110,6 +111,7 @@ pub fn serve(cfg: Config) -> Result<()> {
         .truncate(false)
         .write(true)
         .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
         .open(cfg.dir.join(LOCK))
         .context("opening the keeper's lock")?;
     let _lock = match nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock) {
@@ -224,6 +226,12 @@ impl Keeper {
 
     fn accept(&mut self, listener: &UnixListener) {
         while let Ok((stream, _)) = listener.accept() {
+            // The kernel says who connected: only our own user is lent a
+            // live CLI (its pipes carry the turns, API keys included).
+            if !same_user(&stream) {
+                crate::error!("keeper: refused a connection from another user");
+                continue;
+            }
             let _ = stream.set_nonblocking(true);
             let id = self.id();
             self.conns.insert(
@@ -835,6 +843,39 @@ pub fn default_max() -> usize {
 }
 
 /// Where the keeper of `dir` listens.
-pub fn socket(dir: &Path) -> PathBuf {
+pub fn socket(dir: &DataDir) -> PathBuf {
     dir.join(SOCKET)
+}
+
+/// Whether the process at the other end of `stream` runs as our user
+/// (`SO_PEERCRED`: the kernel's word, not the socket file's).
+pub fn same_user(stream: &UnixStream) -> bool {
+    peer_uid(stream) == Some(nix::unistd::geteuid().as_raw())
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+        .ok()
+        .map(|c| c.uid())
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    // macOS and the BSDs: getpeereid(2).
+    nix::unistd::getpeereid(stream)
+        .ok()
+        .map(|(uid, _)| uid.as_raw())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_says_the_peer_is_our_user() {
+        let (a, b) = UnixStream::pair().unwrap();
+        assert!(same_user(&a) && same_user(&b));
+        assert_eq!(peer_uid(&a), Some(nix::unistd::geteuid().as_raw()));
+    }
 }

@@ -33,8 +33,46 @@ pub fn refusal(m: &Managed) -> Option<&'static str> {
             "--output-format json --verbose prints every message as an array: it runs cold",
         );
     }
-    None
+    if m.output == OutputFormat::StreamJson && !m.args.has("verbose") {
+        // The CLI refuses it; a live process would not (it gets --verbose).
+        return Some(
+            "--output-format stream-json without --verbose is the CLI's error: it runs cold",
+        );
+    }
+    PER_PROCESS
+        .iter()
+        .find(|(flag, _)| m.args.has(flag))
+        .map(|(_, why)| *why)
 }
+
+/// Flags whose effect a live process would carry from one turn to the next,
+/// where each cold run starts afresh.
+const PER_PROCESS: &[(&str, &str)] = &[
+    (
+        "max-budget-usd",
+        "--max-budget-usd counts per process (a live one would carry the spend over): it runs cold",
+    ),
+    (
+        "replay-user-messages",
+        "--replay-user-messages would echo the live process's input: it runs cold",
+    ),
+    (
+        "debug",
+        "--debug prints the start-up's debug lines, which a live process printed once: it runs cold",
+    ),
+    (
+        "debug-file",
+        "--debug-file is written per process: it runs cold",
+    ),
+    (
+        "debug-to-stderr",
+        "--debug-to-stderr prints the start-up's debug lines, which a live process printed once: it runs cold",
+    ),
+    (
+        "mcp-debug",
+        "--mcp-debug prints the MCP servers' start-up, which a live process did once: it runs cold",
+    ),
+];
 
 /// Flags a live process gets from us, not from the caller.
 const OURS: &[&str] = &[
@@ -123,6 +161,19 @@ pub fn user_line(text: &str) -> Vec<u8> {
     line
 }
 
+/// The control request that stops a live process's turn, as SIGINT stops a
+/// cold run's (its result: `error_during_execution`, the process lives on).
+pub fn interrupt_line(request_id: &str) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&serde_json::json!({
+        "type": "control_request",
+        "request_id": request_id,
+        "request": {"subtype": "interrupt"},
+    }))
+    .unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
 /// argv parsed, for [`caller_flags`].
 pub fn parse(args: &[OsString]) -> Option<ParsedArgs> {
     argv::parse(args).ok()
@@ -157,6 +208,17 @@ mod tests {
             None
         );
         assert!(refusal(&managed(&["-p", "--output-format", "json", "--verbose"])).is_some());
+        // The CLI's own error: a live process would get --verbose from us.
+        assert!(refusal(&managed(&["-p", "--output-format", "stream-json"])).is_some());
+        for per_process in [
+            &["-p", "--max-budget-usd", "1"][..],
+            &["-p", "--debug"],
+            &["-p", "-d"],
+            &["-p", "--debug-file", "/tmp/x"],
+            &["-p", "--mcp-debug"],
+        ] {
+            assert!(refusal(&managed(per_process)).is_some(), "{per_process:?}");
+        }
         assert!(refusal(&managed(&[
             "-p",
             "--input-format",

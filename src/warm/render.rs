@@ -8,26 +8,21 @@
 //! - `text` output is the result text and a newline — or, for
 //!   `error_max_turns` (no `result` field), `Error: Reached max turns (N)`
 //!   without one;
-//! - a cold run whose turn made no successful API call has no
-//!   `canonicalModel`, `provider` or `costBasis` in its `modelUsage` entries
-//!   (its figures were restored from the session file), a live one has;
-//! - a cold resume restores `modelUsage` from the session's `cost-state`
-//!   record, in that record's key order; a live process that began the
-//!   session fresh keeps its own order from its second turn on.
+//! - `total_cost_usd` and `modelUsage` are the process's running totals: the
+//!   caller gets its call's own (see `crate::cost`), as from a fresh call.
 //!
 //! Everything here edits bytes in place: the lines keep their exact layout.
 
+use crate::cost::Own;
 use crate::events::Event;
 use crate::invocation::OutputFormat;
 
 /// The caller's output, line by line, for one turn.
 pub struct Render {
     format: OutputFormat,
-    /// A non-synthetic assistant message came in this turn (an API call
-    /// succeeded).
-    answered: bool,
-    /// Put `modelUsage` entries in the restored order (see module docs).
-    restored_order: bool,
+    /// How the result's cost figures are made the call's own (a live
+    /// process's results carry them: no base is needed).
+    pub own_cost: Option<Own>,
 }
 
 /// What one line of the live process amounts to for the caller.
@@ -40,35 +35,25 @@ pub struct Rendered {
 }
 
 impl Render {
-    /// `restored_order`: the process began its session fresh and this is
-    /// not its first turn.
-    pub fn new(format: OutputFormat, restored_order: bool) -> Render {
+    pub fn new(format: OutputFormat) -> Render {
         Render {
             format,
-            answered: false,
-            restored_order,
+            own_cost: Some(Own::default()),
         }
     }
 
     /// One complete line (with its newline) the live process printed.
     pub fn line(&mut self, line: &[u8]) -> Rendered {
-        let event = Event::parse(line);
-        let result = match &event {
-            Some(Event::Assistant(a)) => {
-                if !is_synthetic(line) && a.parent_tool_use_id.is_none() {
-                    self.answered = true;
-                }
-                None
-            }
+        let result = match Event::parse(line) {
             Some(Event::Result(r)) => Some((
                 r.is_error,
-                r.subtype.as_deref() == Some("error_max_turns"),
+                r.subtype.as_deref().unwrap_or("").to_owned(),
                 r.result.as_deref().map(str::to_owned),
                 r.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
             )),
             _ => None,
         };
-        let Some((is_error, max_turns, text, errors)) = result else {
+        let Some((is_error, subtype, text, errors)) = result else {
             return Rendered {
                 out: match self.format {
                     OutputFormat::StreamJson => line.to_vec(),
@@ -79,27 +64,36 @@ impl Render {
         };
         let exit = Some(i32::from(is_error));
         let mut fixed = set_result_index_zero(line);
-        if is_error && !self.answered {
-            fixed = drop_model_usage_provenance(&fixed);
-        }
-        if self.restored_order {
-            fixed = reorder_model_usage(&fixed);
+        if let Some(own) = &self.own_cost {
+            fixed = own.line(&fixed).into_owned();
         }
         let out = match self.format {
             OutputFormat::StreamJson => fixed,
             OutputFormat::Json => drop_last_key(&fixed, b"model_usage_since_last_result"),
-            OutputFormat::Text => match (text, max_turns) {
-                (Some(t), _) => [t.as_bytes(), b"\n"].concat(),
-                (None, true) => max_turns_message(&errors).into_bytes(),
-                (None, false) => errors.join("\n").into_bytes(),
-            },
+            OutputFormat::Text => text_output(&subtype, text.as_deref(), &errors).into_bytes(),
         };
         Rendered { out, exit }
     }
 }
 
-fn is_synthetic(line: &[u8]) -> bool {
-    memchr::memmem::find(line, br#""model":"<synthetic>""#).is_some()
+/// A result as a cold `--output-format text` run prints it (2.1.330's
+/// printer): a success's text with a newline; a fixed line per error.
+fn text_output(subtype: &str, text: Option<&str>, errors: &[String]) -> String {
+    match (subtype, text) {
+        ("success", Some(t)) if t.ends_with('\n') => t.to_owned(),
+        ("success", Some(t)) => format!("{t}\n"),
+        ("error_during_execution", _) => "Execution error".into(),
+        ("error_max_turns", _) => max_turns_message(errors),
+        ("error_max_structured_output_retries", _) => format!(
+            "Error: {}",
+            errors.first().map_or(
+                "Failed to provide valid structured output after maximum retries",
+                String::as_str
+            )
+        ),
+        (_, Some(t)) => format!("{t}\n"),
+        (other, None) => format!("Error: {}", errors.first().map_or(other, String::as_str)),
+    }
 }
 
 /// `Error: Reached max turns (N)`, as a cold text run prints it.
@@ -142,111 +136,19 @@ fn drop_last_key(line: &[u8], key: &[u8]) -> Vec<u8> {
     }
 }
 
-/// Keys of a `cost-state` record's `modelUsage` entry, in its order (2.1.330);
-/// a resume restores them first, other keys follow as the CLI adds them.
-const RESTORED: &[&str] = &[
-    "inputTokens",
-    "outputTokens",
-    "thinkingTokens",
-    "cacheReadInputTokens",
-    "cacheCreationInputTokens",
-    "cacheCreationEphemeral5mInputTokens",
-    "cacheCreationEphemeral1hInputTokens",
-    "webSearchRequests",
-    "costUSD",
-];
-
-/// Each entry of the result's `modelUsage` with its keys in restored order.
-/// Entries are flat objects of numbers and plain strings.
-fn reorder_model_usage(line: &[u8]) -> Vec<u8> {
-    const KEY: &[u8] = br#""modelUsage":{"#;
-    let Some(at) = memchr::memmem::find(line, KEY) else {
-        return line.to_vec();
-    };
-    let mut out = line[..at + KEY.len()].to_vec();
-    let mut i = at + KEY.len();
-    // Each `"model":{…}` entry until the object's closing brace.
-    while i < line.len() && line[i] != b'}' {
-        let Some(open) = memchr::memchr(b'{', &line[i..]).map(|o| i + o) else {
-            return line.to_vec();
-        };
-        let Some(close) = memchr::memchr(b'}', &line[open..]).map(|o| open + o) else {
-            return line.to_vec();
-        };
-        out.extend_from_slice(&line[i..=open]);
-        let fields = split_fields(&line[open + 1..close]);
-        let mut ordered: Vec<&[u8]> = Vec::with_capacity(fields.len());
-        for k in RESTORED {
-            let name = format!("\"{k}\":");
-            if let Some(f) = fields.iter().find(|f| f.starts_with(name.as_bytes())) {
-                ordered.push(f);
-            }
-        }
-        for f in &fields {
-            if !ordered.iter().any(|o| std::ptr::eq(*o, *f)) {
-                ordered.push(f);
-            }
-        }
-        out.extend_from_slice(&ordered.join(&b","[..]));
-        out.push(b'}');
-        i = close + 1;
-        if line.get(i) == Some(&b',') {
-            out.push(b',');
-            i += 1;
-        }
-    }
-    out.extend_from_slice(&line[i..]);
-    out
-}
-
-/// `"a":1,"b":"x,y"` → its fields, commas inside strings kept.
-fn split_fields(body: &[u8]) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    let (mut start, mut in_str, mut escaped) = (0, false, false);
-    for (i, &b) in body.iter().enumerate() {
-        match b {
-            _ if escaped => escaped = false,
-            b'\\' if in_str => escaped = true,
-            b'"' => in_str = !in_str,
-            b',' if !in_str => {
-                out.push(&body[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if start < body.len() {
-        out.push(&body[start..]);
-    }
-    out
-}
-
-/// `modelUsage` entries without the fields a cold error turn lacks.
-fn drop_model_usage_provenance(line: &[u8]) -> Vec<u8> {
-    let mut out = line.to_vec();
-    for key in [&b"canonicalModel"[..], b"provider", b"costBasis"] {
-        let needle = [b",\"", key, b"\":\""].concat();
-        while let Some(at) = memchr::memmem::find(&out, &needle) {
-            let value = at + needle.len();
-            let Some(len) = memchr::memchr(b'"', &out[value..]) else {
-                break;
-            };
-            out.drain(at..value + len + 1);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const INIT: &str = "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"S\"}\n";
     const ASSISTANT: &str = "{\"type\":\"assistant\",\"message\":{\"model\":\"m\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]},\"parent_tool_use_id\":null}\n";
-    const RESULT: &str = "{\"duration_api_ms\":1,\"modelUsage\":{\"m\":{\"costUSD\":1,\"canonicalModel\":\"m\",\"provider\":\"firstParty\",\"costBasis\":\"list\"}},\"is_error\":false,\"subtype\":\"success\",\"result\":\"hi\",\"type\":\"result\",\"result_index\":3,\"model_usage_since_last_result\":{\"m\":{\"costUSD\":1}}}\n";
+    /// A live process's third result: running totals, and the turn's own.
+    const RESULT: &str = "{\"duration_api_ms\":1,\"total_cost_usd\":3,\"modelUsage\":{\"m\":{\"inputTokens\":30,\"costUSD\":3}},\"is_error\":false,\"subtype\":\"success\",\"result\":\"hi\",\"type\":\"result\",\"result_index\":3,\"model_usage_since_last_result\":{\"m\":{\"inputTokens\":10,\"costUSD\":1}}}\n";
+    /// The same as a fresh call prints it.
+    const OWN: &str = "{\"duration_api_ms\":1,\"total_cost_usd\":1,\"modelUsage\":{\"m\":{\"inputTokens\":10,\"costUSD\":1}},\"is_error\":false,\"subtype\":\"success\",\"result\":\"hi\",\"type\":\"result\",\"result_index\":0,\"model_usage_since_last_result\":{\"m\":{\"inputTokens\":10,\"costUSD\":1}}}\n";
 
     fn render(format: OutputFormat, lines: &[&str]) -> (String, Option<i32>) {
-        let mut r = Render::new(format, false);
+        let mut r = Render::new(format);
         let mut out = Vec::new();
         let mut exit = None;
         for l in lines {
@@ -258,22 +160,17 @@ mod tests {
     }
 
     #[test]
-    fn each_format_as_a_cold_run_prints_it() {
+    fn each_format_as_a_fresh_cold_run_prints_it() {
         let (s, exit) = render(OutputFormat::StreamJson, &[INIT, ASSISTANT, RESULT]);
-        assert_eq!(
-            s,
-            [
-                INIT,
-                ASSISTANT,
-                &RESULT.replace("\"result_index\":3", "\"result_index\":0")
-            ]
-            .concat()
-        );
+        assert_eq!(s, [INIT, ASSISTANT, OWN].concat());
         assert_eq!(exit, Some(0));
         let (s, _) = render(OutputFormat::Json, &[INIT, ASSISTANT, RESULT]);
         assert_eq!(
             s,
-            "{\"duration_api_ms\":1,\"modelUsage\":{\"m\":{\"costUSD\":1,\"canonicalModel\":\"m\",\"provider\":\"firstParty\",\"costBasis\":\"list\"}},\"is_error\":false,\"subtype\":\"success\",\"result\":\"hi\",\"type\":\"result\",\"result_index\":0}\n"
+            OWN.replace(
+                ",\"model_usage_since_last_result\":{\"m\":{\"inputTokens\":10,\"costUSD\":1}}",
+                ""
+            )
         );
         let (s, _) = render(OutputFormat::Text, &[INIT, ASSISTANT, RESULT]);
         assert_eq!(s, "hi\n");
@@ -287,29 +184,30 @@ mod tests {
             (s.as_str(), exit),
             ("Error: Reached max turns (1)", Some(1))
         );
-        // An API error with no successful call: modelUsage as a cold run has it.
+        // An API error: the turn's own figures are none, as a fresh call's.
         let synthetic = "{\"type\":\"assistant\",\"message\":{\"model\":\"<synthetic>\",\"content\":[{\"type\":\"text\",\"text\":\"API Error\"}]}}\n";
         let err = RESULT
             .replace("\"is_error\":false", "\"is_error\":true")
-            .replace("\"result\":\"hi\"", "\"result\":\"API Error\"");
+            .replace("\"result\":\"hi\"", "\"result\":\"API Error\"")
+            .replace(
+                "\"model_usage_since_last_result\":{\"m\":{\"inputTokens\":10,\"costUSD\":1}}",
+                "\"model_usage_since_last_result\":{}",
+            );
         let (s, exit) = render(OutputFormat::StreamJson, &[INIT, synthetic, &err]);
         assert_eq!(exit, Some(1));
-        assert!(s.contains("\"m\":{\"costUSD\":1}},\"is_error\""), "{s}");
+        assert!(
+            s.contains("\"total_cost_usd\":0,\"modelUsage\":{},\"is_error\":true"),
+            "{s}"
+        );
         let (s, _) = render(OutputFormat::Text, &[INIT, synthetic, &err]);
         assert_eq!(s, "API Error\n");
-        // …but a turn that had a successful call keeps them.
-        let (s, _) = render(OutputFormat::StreamJson, &[INIT, ASSISTANT, &err]);
-        assert!(s.contains("\"costBasis\":\"list\""), "{s}");
-    }
-
-    #[test]
-    fn model_usage_in_the_order_a_resume_restores() {
-        let live = "{\"modelUsage\":{\"m\":{\"inputTokens\":1,\"outputTokens\":2,\"cacheReadInputTokens\":3,\"webSearchRequests\":0,\"costUSD\":0.5,\"contextWindow\":9,\"thinkingTokens\":4,\"canonicalModel\":\"m,x\"},\"n\":{\"costUSD\":1,\"inputTokens\":2}},\"type\":\"result\",\"is_error\":false,\"result\":\"r\"}\n";
-        let mut r = Render::new(OutputFormat::Json, true);
-        let out = String::from_utf8(r.line(live.as_bytes()).out).unwrap();
-        assert_eq!(
-            out,
-            "{\"modelUsage\":{\"m\":{\"inputTokens\":1,\"outputTokens\":2,\"thinkingTokens\":4,\"cacheReadInputTokens\":3,\"webSearchRequests\":0,\"costUSD\":0.5,\"contextWindow\":9,\"canonicalModel\":\"m,x\"},\"n\":{\"inputTokens\":2,\"costUSD\":1}},\"type\":\"result\",\"is_error\":false,\"result\":\"r\"}\n"
-        );
+        // An interrupted turn, as SIGINT leaves a cold text run.
+        let stopped = "{\"type\":\"result\",\"subtype\":\"error_during_execution\",\"is_error\":true,\"errors\":[\"[ede_diagnostic] result_type=user\"],\"result_index\":2}\n";
+        let (s, exit) = render(OutputFormat::Text, &[INIT, stopped]);
+        assert_eq!((s.as_str(), exit), ("Execution error", Some(1)));
+        // A text that ends with a newline gets no second one.
+        let ends = RESULT.replace("\"result\":\"hi\"", "\"result\":\"hi\\n\"");
+        let (s, _) = render(OutputFormat::Text, &[INIT, &ends]);
+        assert_eq!(s, "hi\n");
     }
 }

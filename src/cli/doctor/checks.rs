@@ -239,7 +239,14 @@ fn permission_checks(f: &Facts) -> Vec<Check> {
     };
     let dir = dir.display();
     let mut out = Vec::new();
-    if !f.data_dir_owned {
+    if let Some((why, fix)) = &f.data_dir_refused {
+        out.push(check(
+            name,
+            Level::Fail,
+            format!("{why}; the shim will not use it (turns run as without the shim)"),
+            Some(fix),
+        ));
+    } else if !f.data_dir_owned {
         out.push(check(
             name,
             Level::Fail,
@@ -401,6 +408,7 @@ mod tests {
             data_dir: Some("/d".into()),
             data_dir_mode: Some(0o700),
             data_dir_owned: true,
+            data_dir_refused: None,
             db_path: Some("/d/shim.db".into()),
             db_exists: true,
             db_mode: Some(0o600),
@@ -538,6 +546,17 @@ mod tests {
             (
                 "db readable by others",
                 |f| f.db_mode = Some(0o644),
+                Level::Fail,
+                "permissions",
+            ),
+            (
+                "a directory above the data dir open to others",
+                |f| {
+                    f.data_dir_refused = Some((
+                        "/srv (above the data directory) is 0777, writable by everyone".into(),
+                        "set CLAUDE_SHIM_HOME to a directory of your own".into(),
+                    ))
+                },
                 Level::Fail,
                 "permissions",
             ),

@@ -1,0 +1,164 @@
+//! A killed turn, retried — the default mode (no `CLAUDE_SHIM_ON_RETRY`),
+//! against the REAL CLI. A proxy's request timeout kills `claude -p` while
+//! the model is still answering (SIGTERM, or SIGKILL), before any reply was
+//! written; the caller then sends the same turn again. The killed run left
+//! the message in its session file (queued, or as a user record). A resume
+//! in place would give the model that message twice, with the CLI's filler
+//! reply ("No response requested.") between the two. Without the shim the
+//! model gets it once: so must it through the shim, cold and warm.
+
+use crate::support::clients::{labels, text_reply};
+use crate::support::store::runs;
+use crate::support::{describe, run, ApiServer, LoggedRequest, Ran, Sandbox};
+use nix::sys::signal::Signal;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const FIRST: &str = "first question 3a41";
+const SECOND: &str = "second question 9b02";
+
+struct World {
+    server: ApiServer,
+    sb: Sandbox,
+    history: Vec<(String, String)>,
+}
+
+impl World {
+    fn new(warm: bool) -> World {
+        let server = ApiServer::start();
+        let mut sb = Sandbox::real(&server);
+        sb.set_env("CLAUDE_SHIM_WARM", if warm { "1" } else { "0" });
+        sb.set_env("CLAUDE_SHIM_LOG", sb.root.join("shim.log"));
+        World {
+            server,
+            sb,
+            history: Vec::new(),
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.sb.root.join("shim.log")).unwrap_or_default()
+    }
+
+    fn prompt(&self, msg: &str) -> String {
+        labels(&self.history, msg, "Human", "\n\n")
+    }
+
+    fn turn(&mut self, msg: &str) -> Ran {
+        let out = run(self.sb.shimmed(["-p"]), self.prompt(msg).as_bytes());
+        assert!(
+            out.status.success(),
+            "{msg}: {}\n{}",
+            describe(&out),
+            self.log()
+        );
+        self.history.push((msg.to_owned(), text_reply(&out.stdout)));
+        out
+    }
+
+    /// Send `msg` and kill the shim with `signal` while the model is
+    /// answering it (its request stalls until then).
+    fn killed(&mut self, msg: &str, signal: Signal) {
+        let stalled = msg.to_owned();
+        self.server.set_delay(move |req: &LoggedRequest| {
+            match req.last_user_text().is_some_and(|t| t.contains(&stalled)) {
+                true => Duration::from_secs(120),
+                false => Duration::ZERO,
+            }
+        });
+        let mut cmd = self.sb.shimmed(["-p"]);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn the shim");
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(self.prompt(msg).as_bytes()).unwrap();
+        }
+        // A hang guard, not a measure.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let asked = |s: &ApiServer| {
+            s.main_requests()
+                .iter()
+                .any(|r| r.last_user_text().is_some_and(|t| t.contains(msg)))
+        };
+        while !asked(&self.server) {
+            assert!(
+                Instant::now() < deadline,
+                "the message never reached the API\n{}",
+                self.log()
+            );
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("the turn ended ({status}) before it was killed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
+        let out = Ran::from(child.wait_with_output().unwrap());
+        assert!(!out.status.success(), "killed: {}", describe(&out));
+        // The killed CLI (cold: by the shim's death; warm: by the keeper)
+        // is gone before the retry, as a proxy's next request comes later.
+        std::thread::sleep(Duration::from_millis(500));
+        self.server.clear_delay();
+        self.server.clear_log();
+    }
+}
+
+/// How many of `texts` contain `needle`.
+fn copies(texts: &[String], needle: &str) -> usize {
+    texts.iter().filter(|t| t.contains(needle)).count()
+}
+
+fn retried(warm: bool, signal: Signal) {
+    let mut w = World::new(warm);
+    w.turn(FIRST);
+    w.killed(SECOND, signal);
+
+    let out = w.turn(SECOND);
+    let reqs = w.server.main_requests();
+    assert_eq!(reqs.len(), 1, "{reqs:#?}");
+    let texts = reqs[0].user_texts();
+    assert_eq!(copies(&texts, SECOND), 1, "the message once: {texts:#?}");
+    assert_eq!(copies(&texts, FIRST), 1, "the history once: {texts:#?}");
+    let replies = reqs[0].assistant_texts();
+    assert!(
+        !replies.iter().any(|r| r.contains("No response requested")),
+        "no filler reply: {replies:#?}"
+    );
+    assert_eq!(replies.len(), 1, "one earlier reply: {replies:#?}");
+    assert!(
+        !texts.iter().any(|t| t.contains("Assistant:")),
+        "the transcript was not replayed: {texts:#?}"
+    );
+    assert!(!out.stdout.is_empty());
+    let last = runs(&w.sb).pop().expect("a managed turn");
+    assert_eq!(last.kind, "forked", "branched at the last finished turn");
+
+    // The conversation goes on from the retried turn, resumed.
+    w.server.clear_log();
+    w.turn("third question");
+    let texts = w.server.last_main().unwrap().user_texts();
+    assert_eq!(copies(&texts, SECOND), 1, "{texts:#?}");
+    assert_eq!(runs(&w.sb).pop().unwrap().kind, "resumed", "{}", w.log());
+}
+
+#[test]
+fn a_turn_killed_by_sigterm_retried_cold_reaches_the_model_once() {
+    retried(false, Signal::SIGTERM);
+}
+
+#[test]
+fn a_turn_killed_by_sigkill_retried_cold_reaches_the_model_once() {
+    retried(false, Signal::SIGKILL);
+}
+
+#[test]
+fn a_warm_turn_killed_by_sigterm_retried_reaches_the_model_once() {
+    retried(true, Signal::SIGTERM);
+}
+
+#[test]
+fn a_warm_turn_killed_by_sigkill_retried_reaches_the_model_once() {
+    retried(true, Signal::SIGKILL);
+}
