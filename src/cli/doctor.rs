@@ -35,8 +35,14 @@ pub struct Facts {
     pub shim_version: String,
     pub exe: PathBuf,
     pub shim_dir: PathBuf,
-    /// `missing` | `current` | `stale` | `foreign`: what `<shim dir>/claude` is.
+    /// `missing` | `current` | `stale` | `gone` | `foreign`: what `<shim dir>/claude` is.
     pub link: String,
+    /// Where that link points, when it is a link of ours.
+    pub link_target: Option<PathBuf>,
+    /// Who installed this binary (npm, pip, uv, pipx, cargo, unknown), and
+    /// the command that removes it.
+    pub installed_by: String,
+    pub remove_command: String,
     /// The first `claude` on PATH, and whether it resolves to this binary.
     pub path_claude: Option<PathBuf>,
     pub path_claude_is_shim: bool,
@@ -139,13 +145,16 @@ pub fn gather(dir: Option<&Path>) -> Facts {
     f.exe = me.clone();
     f.shim_dir = install::shim_dir(dir).unwrap_or_default();
     let link = f.shim_dir.join("claude");
-    f.link = match install::classify(&link, &me) {
-        install::Existing::Missing => "missing",
-        install::Existing::Current => "current",
-        install::Existing::Stale(_) => "stale",
-        install::Existing::Foreign(_) => "foreign",
-    }
-    .into();
+    (f.link, f.link_target) = match install::classify(&link, &me) {
+        install::Existing::Missing => ("missing".into(), None),
+        install::Existing::Current => ("current".into(), Some(me.clone())),
+        install::Existing::Stale(to) => ("stale".into(), Some(to)),
+        install::Existing::Gone(to) => ("gone".into(), Some(to)),
+        install::Existing::Foreign(_) => ("foreign".into(), None),
+    };
+    let origin = super::origin::detect(&me);
+    f.installed_by = origin.name().into();
+    f.remove_command = origin.remove_command(&me);
     f.path_claude = which::which("claude").ok();
     f.path_claude_is_shim = f
         .path_claude

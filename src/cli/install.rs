@@ -36,6 +36,9 @@ pub enum Existing {
     Current,
     /// Our link from another build or location (its target names `claude-shim`).
     Stale(PathBuf),
+    /// Our link to a binary that no longer exists: a package manager removed
+    /// claude-shim (none can remove this link). Every PATH lookup skips it.
+    Gone(PathBuf),
     /// Something else: never ours to replace or remove.
     Foreign(String),
 }
@@ -80,7 +83,9 @@ pub fn classify(link: &Path, me: &Path) -> Existing {
     let named_ours = target
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with("claude-shim"));
-    if named_ours {
+    if named_ours && std::fs::metadata(link).is_err() {
+        Existing::Gone(target)
+    } else if named_ours {
         Existing::Stale(target)
     } else {
         Existing::Foreign(format!("a link to {}", target.display()))
@@ -127,11 +132,12 @@ impl Run for Install {
                     .with_context(|| format!("creating {}", link.display()))?;
                 writeln!(out, "linked {} -> {}", link.display(), me.display())?;
             }
-            Existing::Stale(old) => {
+            Existing::Stale(old) | Existing::Gone(old) => {
+                let gone = if old.exists() { "" } else { ", which is gone" };
                 relink(&link, &me)?;
                 writeln!(
                     out,
-                    "updated {} -> {} (was -> {})",
+                    "updated {} -> {} (was -> {}{gone})",
                     link.display(),
                     me.display(),
                     old.display()
@@ -176,6 +182,18 @@ impl Run for Install {
                 dir.display()
             )?;
         }
+        let origin = super::origin::detect(&me);
+        let cannot = match origin {
+            super::origin::Origin::Unknown => String::new(),
+            ref o => format!(" ({} cannot)", o.name()),
+        };
+        writeln!(
+            out,
+            "\nTo remove claude-shim later: `{} uninstall` first, which removes this link{cannot}, \
+             then `{}`.",
+            invocation_name(&me),
+            origin.remove_command(&me)
+        )?;
         Ok(())
     }
 }
@@ -208,7 +226,7 @@ impl Run for Uninstall {
                 writeln!(out, "nothing to remove: {} does not exist", link.display())?
             }
             Existing::Foreign(what) => return Err(refuse(&link, &what)),
-            Existing::Current | Existing::Stale(_) => {
+            Existing::Current | Existing::Stale(_) | Existing::Gone(_) => {
                 std::fs::remove_file(&link)
                     .with_context(|| format!("removing {}", link.display()))?;
                 writeln!(out, "removed {}", link.display())?;
@@ -271,10 +289,17 @@ fn left_behind(custom_dir: Option<&Path>) -> Vec<(String, String)> {
             "delete it from that file (it runs claude-shim at every shell start)".into(),
         ));
     }
-    left.push((
-        "the claude-shim binary".into(),
-        "cargo uninstall claude-shim".into(),
-    ));
+    if let Ok(me) = this_exe() {
+        let origin = super::origin::detect(&me);
+        let by = match origin {
+            super::origin::Origin::Unknown => String::new(),
+            ref o => format!(", installed by {}", o.name()),
+        };
+        left.push((
+            format!("the claude-shim binary ({}{by})", me.display()),
+            origin.remove_command(&me),
+        ));
+    }
     left
 }
 
@@ -312,6 +337,10 @@ mod tests {
         std::fs::hard_link(&me, at("hard")).unwrap();
         assert_eq!(classify(&at("hard"), &me), Existing::Current);
         let old = t.path().join("old/claude-shim");
+        symlink(&old, at("gone")).unwrap();
+        assert_eq!(classify(&at("gone"), &me), Existing::Gone(old.clone()));
+        std::fs::create_dir(t.path().join("old")).unwrap();
+        std::fs::write(&old, "an older build").unwrap();
         symlink(&old, at("stale")).unwrap();
         assert_eq!(classify(&at("stale"), &me), Existing::Stale(old));
         symlink(&other, at("theirs")).unwrap();

@@ -11,6 +11,7 @@ mod human;
 pub mod init;
 pub mod install;
 mod log;
+pub mod origin;
 mod output;
 mod pins;
 pub(crate) mod quote;

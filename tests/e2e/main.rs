@@ -2,8 +2,9 @@
 //! pinned install from `.ci/install-cli`, or `$CLAUDE_SHIM_TEST_CLI`) and the
 //! loopback Messages-API server of `tests/support/api.rs`, offline; `clients`
 //! also runs the pinned Agent SDKs (`.ci/install-sdks`), and `fleet` a real
-//! PostgreSQL server (Debian's `postgresql`) it starts on loopback. They fail,
-//! never skip, without them.
+//! PostgreSQL server (Debian's `postgresql`) it starts on loopback, and
+//! `packages` the npm and PyPI packages `.ci/package` built into `dist/`.
+//! They fail, never skip, without them.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -14,6 +15,7 @@ mod r#continue;
 mod costs;
 mod dialects;
 mod fleet;
+mod packages;
 mod passthrough;
 mod resume;
 mod retry;

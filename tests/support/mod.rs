@@ -10,6 +10,7 @@
 pub mod api;
 pub mod cli;
 pub mod clients;
+pub mod dist;
 pub mod figures;
 pub mod mask;
 pub mod postgres;

@@ -7,6 +7,7 @@ use crate::cli::human;
 use crate::cli::style::Style;
 use serde::Serialize;
 use std::io::Write;
+use std::path::Path;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -82,6 +83,20 @@ fn link_check(f: &Facts) -> Check {
             Level::Warn,
             format!("{} links to another claude-shim build", link.display()),
             Some("claude-shim install"),
+        ),
+        "gone" => check(
+            name,
+            Level::Warn,
+            format!(
+                "{} links to {}, which is gone (claude-shim was uninstalled or moved); \
+                 PATH lookups skip it, so `claude` runs the real one",
+                link.display(),
+                f.link_target.as_deref().unwrap_or(Path::new("?")).display()
+            ),
+            Some(&format!(
+                "rm {}   (or `claude-shim install` to link this claude-shim)",
+                crate::cli::quote::posix(&link.to_string_lossy())
+            )),
         ),
         "foreign" => check(
             name,
@@ -573,6 +588,18 @@ mod tests {
                 Level::Warn,
                 "shim link",
             ),
+            (
+                "link to a removed binary, shell not in PATH mode",
+                |f| {
+                    f.link = "gone".into();
+                    f.path_claude = Some("/usr/bin/claude".into());
+                    f.path_claude_is_shim = false;
+                    f.mode = Some("alias".into());
+                    f.claude_shim_on_path = Some("/c/claude-shim".into());
+                },
+                Level::Warn,
+                "shim link",
+            ),
         ];
         for (what, edit, level, name) in rows {
             let mut f = good();
@@ -584,6 +611,23 @@ mod tests {
                 .all(|c| c.fix.is_some());
             assert!(fails_have_fixes, "{what}: every problem names a fix");
         }
+    }
+
+    #[test]
+    fn a_link_left_by_a_package_manager_names_the_command_that_removes_it() {
+        let mut f = good();
+        f.link = "gone".into();
+        f.shim_dir = "/h/.local/share/claude-shim/my bin".into();
+        f.link_target = Some("/p/lib/node_modules/claude-shim/bin/claude-shim".into());
+        let link = judge(&f).into_iter().find(|c| c.name == "shim link");
+        let link = link.expect("a shim link check");
+        assert!(link.detail.contains("which is gone"), "{link:?}");
+        assert!(link.detail.contains("/p/lib/node_modules"), "{link:?}");
+        let fix = link.fix.unwrap_or_default();
+        assert!(
+            fix.starts_with("rm '/h/.local/share/claude-shim/my bin/claude'"),
+            "{fix}"
+        );
     }
 
     #[test]
