@@ -151,10 +151,7 @@ pub fn copy(
         }
         return rendered(from, to, hold, tap, render);
     }
-    let mut lines = tap.own_cost.take().map(|own| Lines {
-        own,
-        partial: Vec::new(),
-    });
+    let mut lines = tap.own_cost.take().map(Lines::new);
     loop {
         // Nothing left to hold, observe or filter: move the bytes in the kernel.
         let wants = tap.observer.as_ref().is_some_and(Observer::wants_bytes) || lines.is_some();
@@ -178,9 +175,12 @@ pub fn copy(
         }
         let n = match from.read(&mut buf) {
             Ok(0) => {
-                // A last line without its newline goes as it is.
-                if let Some(rest) = lines.as_mut().map(|l| std::mem::take(&mut l.partial)) {
-                    pass(to, &rest, &hold, true);
+                // A last line without its newline goes as it is; whether
+                // the held output goes out is the run's decision, not ours.
+                if let Some(rest) = lines.as_mut().map(Lines::finish) {
+                    if !rest.is_empty() {
+                        pass(to, &rest, &hold, false);
+                    }
                 }
                 break;
             }
@@ -205,7 +205,7 @@ pub fn copy(
         }
         let was_released = released(&hold);
         let out = match lines.as_mut() {
-            Some(l) => std::borrow::Cow::Owned(l.complete(chunk)),
+            Some(l) => std::borrow::Cow::Owned(l.pass(chunk)),
             None => std::borrow::Cow::Borrowed(chunk),
         };
         if !pass(to, &out, &hold, proven) {
@@ -220,27 +220,87 @@ pub fn copy(
     tap.observer
 }
 
-/// Output passed a complete line at a time, each result's cost figures made
-/// the call's own.
+/// Output passed on line by line, each result's cost figures made the
+/// call's own. A line that says early it is not a result (`{"type":"assistant"…`)
+/// is passed on as it comes, so a caller that stops reading meets the
+/// child's long reply where it would have without us; other lines (a result
+/// names its type last) are held until their newline.
 struct Lines {
     own: crate::cost::Own,
-    partial: Vec<u8>,
+    /// The current line's bytes so far.
+    line: Vec<u8>,
+    /// How many of them the caller has been given.
+    sent: usize,
+    /// Whether the current line passes as it comes (`None`: not known yet).
+    streams: Option<bool>,
 }
 
 impl Lines {
-    /// The lines `chunk` completes, as the caller gets them.
-    fn complete(&mut self, chunk: &[u8]) -> Vec<u8> {
-        self.partial.extend_from_slice(chunk);
-        let Some(last) = memchr::memrchr(b'\n', &self.partial) else {
-            return Vec::new();
-        };
-        let done: Vec<u8> = self.partial.drain(..=last).collect();
-        let mut out = Vec::with_capacity(done.len());
-        for line in done.split_inclusive(|&b| b == b'\n') {
-            out.extend_from_slice(&self.own.line(line));
+    fn new(own: crate::cost::Own) -> Lines {
+        Lines {
+            own,
+            line: Vec::new(),
+            sent: 0,
+            streams: None,
+        }
+    }
+
+    /// What the caller gets of `chunk` now.
+    fn pass(&mut self, mut chunk: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(chunk.len());
+        while !chunk.is_empty() {
+            let (part, ends) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (&chunk[..=i], true),
+                None => (chunk, false),
+            };
+            chunk = &chunk[part.len()..];
+            self.line.extend_from_slice(part);
+            self.streams = self.streams.or_else(|| streams(&self.line));
+            if ends {
+                match self.streams {
+                    Some(true) => out.extend_from_slice(&self.line[self.sent..]),
+                    _ => out.extend_from_slice(&self.own.line(&self.line)),
+                }
+                self.line.clear();
+                self.sent = 0;
+                self.streams = None;
+            } else if self.streams == Some(true) {
+                out.extend_from_slice(&self.line[self.sent..]);
+                // Nothing of a streamed line is needed again.
+                self.line.clear();
+                self.sent = 0;
+            }
         }
         out
     }
+
+    /// The rest of a last line without its newline, as it is.
+    fn finish(&mut self) -> Vec<u8> {
+        let rest = self.line.split_off(self.sent);
+        self.line.clear();
+        self.sent = 0;
+        rest
+    }
+}
+
+/// Whether a line that starts with `start` passes on as it comes: it names
+/// a type other than `result` first. `None`: too short to say.
+fn streams(start: &[u8]) -> Option<bool> {
+    const TYPED: &[u8] = b"{\"type\":\"";
+    const RESULT: &[u8] = b"result\"";
+    let n = start.len().min(TYPED.len());
+    if start[..n] != TYPED[..n] {
+        return Some(false);
+    }
+    let rest = &start[n..];
+    if n < TYPED.len() {
+        return None;
+    }
+    let m = rest.len().min(RESULT.len());
+    if rest[..m] != RESULT[..m] {
+        return Some(true);
+    }
+    (m == RESULT.len()).then_some(false)
 }
 
 /// [`copy`] for a child whose stream-json is rendered for the caller: each
@@ -421,5 +481,60 @@ mod tests {
             assert_eq!(filtered(&["req_1"], &odd, step), odd);
             assert_eq!(filtered(&[], &all, step), all);
         }
+    }
+
+    #[test]
+    fn lines_stream_what_is_not_a_result_and_fix_results_whole() {
+        let own = crate::cost::Own {
+            base: Some(crate::cost::Base {
+                total: 0.25,
+                model_usage: serde_json::from_str(r#"{"m":{"inputTokens":10,"costUSD":0.25}}"#)
+                    .unwrap(),
+            }),
+        };
+        let reply = "x".repeat(5000);
+        let assistant = format!(r#"{{"type":"assistant","message":"{reply}"}}"#);
+        let result = format!(
+            r#"{{"session_id":"S","total_cost_usd":0.5,"modelUsage":{{"m":{{"inputTokens":20,"costUSD":0.5}}}},"result":"{reply}","type":"result"}}"#
+        );
+        let fixed = String::from_utf8(own.line(result.as_bytes()).into_owned()).unwrap();
+        assert!(fixed.contains(r#""total_cost_usd":0.25,"#), "{fixed}");
+        let all = format!("{assistant}\n{result}\n{{\"type\":\"system\"}}\n");
+        let want = format!("{assistant}\n{fixed}\n{{\"type\":\"system\"}}\n");
+        for step in [1, 7, 100, 4096, all.len()] {
+            let mut lines = Lines::new(own.clone());
+            let (mut got, mut fed) = (Vec::new(), 0);
+            for c in all.as_bytes().chunks(step) {
+                got.extend(lines.pass(c));
+                fed += c.len();
+                // The assistant's line goes on as it comes, once its type is read.
+                if (11..=assistant.len()).contains(&fed) {
+                    assert_eq!(got.len(), fed, "step {step}");
+                }
+            }
+            got.extend(lines.finish());
+            assert_eq!(String::from_utf8(got).unwrap(), want, "step {step}");
+        }
+        // Half an assistant line is passed on before its newline.
+        let mut lines = Lines::new(own.clone());
+        let half = &assistant.as_bytes()[..2500];
+        assert_eq!(lines.pass(half), half);
+        // A result is held until its newline, then fixed.
+        let mut lines = Lines::new(own);
+        assert!(lines.pass(&result.as_bytes()[..3000]).is_empty());
+        let mut got = lines.pass(&result.as_bytes()[3000..]);
+        got.extend(lines.pass(b"\n"));
+        assert_eq!(got, format!("{fixed}\n").as_bytes());
+    }
+
+    #[test]
+    fn a_line_streams_once_it_names_a_type_other_than_result() {
+        assert_eq!(streams(b"{\"ty"), None);
+        assert_eq!(streams(b"{\"type\":\"res"), None);
+        assert_eq!(streams(b"{\"type\":\"as"), Some(true));
+        assert_eq!(streams(b"{\"type\":\"result\""), Some(false));
+        assert_eq!(streams(b"{\"type\":\"resultant\""), Some(true));
+        assert_eq!(streams(b"{\"duration_ms\":1"), Some(false));
+        assert_eq!(streams(b"plain"), Some(false));
     }
 }
