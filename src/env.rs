@@ -41,6 +41,8 @@ pub const WARM: &str = "CLAUDE_SHIM_WARM";
 pub const WARM_MAX: &str = "CLAUDE_SHIM_WARM_MAX";
 /// How long a live process may sit idle.
 pub const WARM_TTL: &str = "CLAUDE_SHIM_WARM_TTL";
+/// The most resident memory the live processes may hold together.
+pub const WARM_MEMORY: &str = "CLAUDE_SHIM_WARM_MEMORY";
 /// Where the store lives: `sqlite` (default: `<data dir>/shim.db`) or a
 /// `postgres://…` URL shared by a fleet of replicas.
 pub const STORE: &str = "CLAUDE_SHIM_STORE";
@@ -116,11 +118,15 @@ pub const ALL: &[(&str, &str)] = &[
     ),
     (
         WARM_MAX,
-        "most live CLIs kept (default: a quarter of the memory at ~256 MiB each, 1 to 16)",
+        "most live CLIs kept (default 4; fewer when their memory would pass CLAUDE_SHIM_WARM_MEMORY)",
     ),
     (
         WARM_TTL,
-        "idle time after which a live CLI is ended (default 10m)",
+        "idle time after which a live CLI is ended (default 5m)",
+    ),
+    (
+        WARM_MEMORY,
+        "most memory the live CLIs may hold together, e.g. 1G or 512M (default: an eighth of RAM, at most 1G)",
     ),
     (
         TEST_PANIC,
@@ -228,7 +234,32 @@ pub fn warm_ttl() -> std::time::Duration {
     std::env::var(WARM_TTL)
         .ok()
         .and_then(|v| span(&v))
-        .unwrap_or(std::time::Duration::from_secs(600))
+        .unwrap_or(std::time::Duration::from_secs(300))
+}
+
+/// `CLAUDE_SHIM_WARM_MEMORY` in bytes: `1G`, `512M`, `300000K` or plain bytes.
+pub fn warm_memory() -> Option<u64> {
+    size(&std::env::var(WARM_MEMORY).ok()?)
+}
+
+/// A size like `1G`, `512M`, `64K` (powers of 1024) or plain bytes.
+pub fn size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits.parse().ok()?;
+    let shift = match unit
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift).filter(|b| *b > 0)
 }
 
 pub fn test_panic() -> bool {

@@ -86,6 +86,9 @@ pub struct Facts {
     pub guard: Option<String>,
     /// The last lines of `<data dir>/errors.log`.
     pub recent_errors: Vec<String>,
+    /// Binaries and places whose live CLI did not answer lately (their
+    /// turns run cold for a while): `<binary> in <cwd>: <why>`.
+    pub warm_off: Vec<String>,
 }
 
 pub use crate::probe::Capabilities as Caps;
@@ -196,6 +199,12 @@ pub fn gather(dir: Option<&Path>) -> Facts {
         f.db_exists = db.exists();
         (f.db_mode, f.db_owned) = mode_owned(&db);
         f.recent_errors = tail(&dir.join("errors.log"), ERROR_LINES, crate::store::now());
+        if let Ok(Some(d)) = crate::data_dir::DataDir::existing_at(&dir) {
+            f.warm_off = crate::warm::unresponsive::list(&d, crate::store::now())
+                .into_iter()
+                .map(|s| format!("{} in {}: {}", s.binary, s.cwd, s.why))
+                .collect();
+        }
         f.db_path = Some(db);
     }
     let store = match &f.db_path {

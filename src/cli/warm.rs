@@ -38,6 +38,12 @@ impl Run for Warm {
         match &self.action {
             None | Some(Action::Status) => status(out, self.json),
             Some(Action::Stop { session }) => {
+                if session.is_none() {
+                    // Live CLIs that did not answer may be tried again.
+                    if let Some(dir) = crate::data_dir::DataDir::existing()? {
+                        crate::warm::unresponsive::forget_all(&dir);
+                    }
+                }
                 let Some(mut k) = connect()? else {
                     writeln!(out, "no keeper is running: nothing to stop")?;
                     return Ok(());
@@ -53,15 +59,37 @@ impl Run for Warm {
     }
 }
 
+/// Binaries and scopes whose live CLI did not answer lately: their turns run
+/// cold for a while.
+fn silent() -> Vec<crate::warm::unresponsive::Silent> {
+    match crate::data_dir::DataDir::existing() {
+        Ok(Some(dir)) => crate::warm::unresponsive::list(&dir, crate::store::now()),
+        _ => Vec::new(),
+    }
+}
+
 fn status(out: &mut dyn Write, json: bool) -> Result<()> {
     let status = match connect()? {
         Some(mut k) => Some(k.status()?),
         None => None,
     };
+    let silent = silent();
     if json {
-        serde_json::to_writer_pretty(&mut *out, &serde_json::json!({ "keeper": status }))?;
+        let doc = serde_json::json!({ "keeper": status, "unresponsive": silent });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
         return Ok(());
+    }
+    for s in &silent {
+        let until = s.since + crate::warm::unresponsive::FOR.as_secs() as i64;
+        let until = crate::store::report::LocalTime::new()
+            .and_then(|t| t.format("%H:%M", until))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "warm turns off for {} in {} until {until}: {} (`claude-shim warm stop` tries again now)",
+            s.binary, s.cwd, s.why
+        )?;
     }
     let Some(s) = status else {
         writeln!(

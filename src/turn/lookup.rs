@@ -102,8 +102,9 @@ pub struct Found {
 
 /// How long a turn waits for the previous turn of its conversation that
 /// already has its result and only writes its closing records (measured:
-/// 29–237 ms after the result), rather than branching.
-const DRAIN_WAIT: Duration = Duration::from_secs(2);
+/// 29–237 ms after the result), or for its live process that the keeper is
+/// ending (at most 4 s), rather than branching.
+const DRAIN_WAIT: Duration = Duration::from_secs(5);
 
 pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
     let config = place.config_dir.to_string_lossy();

@@ -33,6 +33,8 @@ pub struct Warm {
     /// The environment's hash and the real binary, for the key.
     env_hash: String,
     binary: String,
+    /// Its key among live CLIs that did not answer (`warm::unresponsive`).
+    silent: String,
     /// What a start reads from files (fingerprinted again after a new
     /// process's first turn).
     start_up: fingerprint::StartUp,
@@ -93,6 +95,15 @@ impl Warm {
         let binary = crate::store::caps::BinaryKey::of(ctx.real)
             .ok()?
             .fingerprint();
+        let silent = crate::warm::unresponsive::key(&binary, &cwd, &flags);
+        if let Some(s) = crate::warm::unresponsive::active(&data_dir, &silent, crate::store::now())
+        {
+            debug!(
+                "cold: a live CLI of {} did not answer here lately ({})",
+                s.binary, s.why
+            );
+            return None;
+        }
         let env_hash = fingerprint::environment(
             env.iter()
                 .map(|(k, v)| (OsString::from(k), OsString::from(v))),
@@ -113,6 +124,7 @@ impl Warm {
             env,
             env_hash,
             binary,
+            silent,
             start_up,
             cwd,
             prompt: prompt.clone(),
@@ -129,6 +141,31 @@ impl Warm {
             Ok(true) => debug!("warm: took back the killed turn's records of {session}"),
             Ok(false) => {}
             Err(e) => error!("taking back the killed turn's records of {session}: {e}"),
+        }
+    }
+
+    /// A new live CLI said nothing: this binary's turns here run cold for a
+    /// while, at once (see `warm::unresponsive`).
+    fn remember_silence(&self, ctx: &Ctx<'_>) {
+        let binary = ctx.real.to_string_lossy().into_owned();
+        error!(
+            "warm turns off for an hour for {binary} in {}: a new live CLI said nothing in \
+             {} s (a wrapper that buffers its input, or a release that does not speak \
+             stream-json); those turns run cold. `claude-shim warm stop` tries again now",
+            self.cwd,
+            START_PATIENCE.as_secs()
+        );
+        let s = crate::warm::unresponsive::Silent {
+            binary,
+            cwd: self.cwd.clone(),
+            since: crate::store::now(),
+            why: format!(
+                "a new live CLI said nothing in {} s",
+                START_PATIENCE.as_secs()
+            ),
+        };
+        if let Err(e) = crate::warm::unresponsive::record(&self.data_dir, &self.silent, &s) {
+            error!("remembering the live CLI that did not answer: {e}");
         }
     }
 
@@ -183,6 +220,9 @@ impl Warm {
         );
         ctx.child.interrupt_myself(false);
         ctx.child.clear(lent.pid);
+        if relayed.unresponsive {
+            self.remember_silence(ctx);
+        }
         // Not kept for another turn: a process whose turn was interrupted (the
         // session moved on without it), or a new one that said anything on
         // stderr (a cold start would say it again every turn; it would not).
@@ -263,6 +303,8 @@ struct Relayed {
     wrote: usize,
     /// Bytes the process printed on stderr.
     stderr: usize,
+    /// A new process said nothing in [`START_PATIENCE`] (it was ended).
+    unresponsive: bool,
 }
 
 /// How long an interrupted live process may take to print its result.
@@ -292,6 +334,7 @@ fn relay(
         interrupted: false,
         wrote: 0,
         stderr: 0,
+        unresponsive: false,
     };
     let mut observer = Observer::new(crate::invocation::OutputFormat::StreamJson);
     let mut render = Render::new(format);
@@ -318,6 +361,7 @@ fn relay(
         if lent.fresh && !spoke && started.elapsed() > START_PATIENCE {
             debug!("warm: the new live CLI said nothing in {START_PATIENCE:?}; ending it");
             kill();
+            out.unresponsive = true;
             break;
         }
         if ctx.child.signalled() && !out.signalled {

@@ -59,7 +59,8 @@ pub fn config(dir: &DataDir) -> keeper::Config {
     let ttl = crate::env::warm_ttl();
     keeper::Config {
         dir: dir.clone(),
-        max: crate::env::warm_max().unwrap_or_else(keeper::default_max),
+        max: crate::env::warm_max().unwrap_or(keeper::DEFAULT_MAX),
+        memory: crate::env::warm_memory().unwrap_or_else(keeper::default_memory),
         ttl,
         linger: ttl.min(Duration::from_secs(60)),
         build: build_id(),

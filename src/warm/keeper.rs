@@ -33,6 +33,8 @@ const LOCK: &str = "keeper.lock";
 pub struct Config {
     pub dir: DataDir,
     pub max: usize,
+    /// The most resident memory the live processes may hold together.
+    pub memory: u64,
     pub ttl: Duration,
     /// How long the keeper stays with nothing to hold.
     pub linger: Duration,
@@ -205,6 +207,7 @@ impl Keeper {
         self.watch_idle();
         self.reap();
         self.expire();
+        self.trim();
         self.conns.retain(|_, c| !c.closed);
         Ok(())
     }
@@ -502,25 +505,8 @@ impl Keeper {
             let why = "no live process for this conversation".into();
             return self.reply(conn, &Reply::Miss { why }, &[]);
         };
-        let live = self
-            .entries
-            .values()
-            .filter(|e| !matches!(e.state, State::Stopping { .. }))
-            .count();
-        if live >= self.cfg.max {
-            let lru = self
-                .entries
-                .iter()
-                .filter(|(_, e)| e.state == State::Idle)
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| *k);
-            match lru {
-                Some(old) => self.stop_leased(old),
-                None => {
-                    let why = format!("the pool is full ({live} live processes, all busy)");
-                    return self.reply(conn, &Reply::Miss { why }, &[]);
-                }
-            }
+        if let Some(why) = self.make_room() {
+            return self.reply(conn, &Reply::Miss { why }, &[]);
         }
         match spawn(&start) {
             Ok(mut entry) => {
@@ -534,6 +520,72 @@ impl Keeper {
                 let why = format!("starting the CLI failed: {e}");
                 self.reply(conn, &Reply::Miss { why }, &[]);
             }
+        }
+    }
+
+    /// Room for one more live process: within the count, the memory budget
+    /// and what the machine has free, ending idle ones (least recently used
+    /// first) as needed. `Some(why)`: no room (the turn runs cold).
+    fn make_room(&mut self) -> Option<String> {
+        loop {
+            let pool = self.pool();
+            let why = if pool.count >= self.cfg.max {
+                format!("{} live processes (at most {})", pool.count, self.cfg.max)
+            } else if pool.rss + TYPICAL_RSS > self.cfg.memory {
+                format!(
+                    "the live processes hold {} MiB (at most {} MiB)",
+                    pool.rss >> 20,
+                    self.cfg.memory >> 20
+                )
+            } else if available_memory().is_some_and(|free| free < TYPICAL_RSS + RESERVE) {
+                "the machine is short of free memory".to_string()
+            } else {
+                return None;
+            };
+            match self.least_recently_used() {
+                Some(old) => self.stop_leased(old),
+                None => return Some(format!("no room: {why}, all busy")),
+            }
+        }
+    }
+
+    /// Idle processes past the memory budget or the machine's free memory
+    /// (they grow as their sessions do): the least recently used end.
+    fn trim(&mut self) {
+        let pool = self.pool();
+        let short = available_memory().is_some_and(|free| free < RESERVE);
+        if pool.rss > self.cfg.memory || (short && pool.count > 0) {
+            if let Some(old) = self.least_recently_used() {
+                crate::debug!(
+                    "keeper: {} MiB held, ending the least recently used",
+                    pool.rss >> 20
+                );
+                self.stop_leased(old);
+            }
+        }
+    }
+
+    fn least_recently_used(&self) -> Option<u64> {
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.state == State::Idle)
+            .min_by_key(|(_, e)| e.last_used)
+            .map(|(k, _)| *k)
+    }
+
+    /// The live processes (not those ending) and their resident memory.
+    fn pool(&self) -> Pool {
+        let live: Vec<&Entry> = self
+            .entries
+            .values()
+            .filter(|e| !matches!(e.state, State::Stopping { .. }))
+            .collect();
+        Pool {
+            count: live.len(),
+            rss: live
+                .iter()
+                .map(|e| rss(e.child.id()).unwrap_or(TYPICAL_RSS))
+                .sum(),
         }
     }
 
@@ -625,6 +677,12 @@ impl Keeper {
             Lease::Taken => {
                 entry.leased = true;
                 stop(entry);
+                // It only writes its closing records now: a turn of its
+                // conversation arriving meanwhile waits for it (a bounded
+                // time) rather than branching.
+                if let Some(store) = self.store.as_ref() {
+                    let _ = store.mark_draining(&entry.session, std::process::id() as i32);
+                }
             }
             // A turn is writing the session now: try again later.
             Lease::Held { .. } => entry.want_stop = true,
@@ -650,9 +708,11 @@ impl Keeper {
                 Ok(None) => {
                     if let State::Stopping { since } = e.state {
                         let waited = since.elapsed();
-                        if waited > Duration::from_secs(8) {
+                        // Within the time a next turn waits for a draining
+                        // lease (turn::lookup's DRAIN_WAIT).
+                        if waited > Duration::from_secs(4) {
                             let _ = e.child.kill();
-                        } else if waited > Duration::from_secs(3) {
+                        } else if waited > Duration::from_millis(1500) {
                             let _ =
                                 nix::sys::signal::kill(pid(e), nix::sys::signal::Signal::SIGTERM);
                         }
@@ -735,6 +795,7 @@ impl Keeper {
             pid: std::process::id(),
             build: self.cfg.build.clone(),
             max: self.cfg.max,
+            memory: self.cfg.memory,
             ttl_secs: self.cfg.ttl.as_secs(),
             live: self
                 .entries
@@ -826,20 +887,38 @@ fn rss(pid: u32) -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// The default pool bound: a live CLI holds ~215 MB; use at most a quarter
-/// of the machine's memory, between 1 and 16 processes.
-pub fn default_max() -> usize {
-    let total = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?.to_owned();
-            line.split_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .map(|kb| kb * 1024);
-    match total {
-        Some(bytes) => ((bytes / 4) / (256 << 20)).clamp(1, 16) as usize,
-        None => 4,
-    }
+/// What a live CLI holds (measured on 2.1.330: ~215 MiB after ten turns).
+const TYPICAL_RSS: u64 = 256 << 20;
+/// Free memory left to the machine: below it no live process is started,
+/// and idle ones end.
+const RESERVE: u64 = 1 << 30;
+
+/// The default bound on live processes (`CLAUDE_SHIM_WARM_MAX`): a few
+/// conversations warm at once, as one person or one small server has.
+pub const DEFAULT_MAX: usize = 4;
+
+/// The default memory budget (`CLAUDE_SHIM_WARM_MEMORY`): an eighth of the
+/// machine's memory, at most 1 GiB (four live CLIs).
+pub fn default_memory() -> u64 {
+    let budget = meminfo("MemTotal:").map_or(1 << 30, |total| total / 8);
+    budget.min(1 << 30)
+}
+
+struct Pool {
+    count: usize,
+    rss: u64,
+}
+
+/// Memory the machine can still give (Linux; elsewhere unknown).
+fn available_memory() -> Option<u64> {
+    meminfo("MemAvailable:")
+}
+
+fn meminfo(key: &str) -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = m.lines().find(|l| l.starts_with(key))?.to_owned();
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Where the keeper of `dir` listens.

@@ -90,6 +90,9 @@ pub struct Status {
     pub pid: u32,
     pub build: String,
     pub max: usize,
+    /// The memory budget of the live processes, in bytes.
+    #[serde(default)]
+    pub memory: u64,
     pub ttl_secs: u64,
     pub live: Vec<Live>,
 }

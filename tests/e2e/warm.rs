@@ -563,6 +563,109 @@ fn a_full_pool_ends_the_least_recently_used_live_cli() {
     finish(&a);
 }
 
+/// The pool is bounded by the memory its live CLIs hold too: a budget that
+/// fits one (CLAUDE_SHIM_WARM_MEMORY 400M; a live CLI holds ~215 MiB) keeps one,
+/// whatever the count allows, and `warm status --json` says what it holds.
+#[test]
+fn a_memory_budget_bounds_the_pool() {
+    let mut a = World::new(true);
+    a.sb.set_env("CLAUDE_SHIM_WARM_MAX", "8");
+    a.sb.set_env("CLAUDE_SHIM_WARM_MEMORY", "400M");
+    let out = a.turn(Format::Text, "first conversation");
+    a.assert_answered(&out, 1);
+    let status = a.keeper_status();
+    assert_eq!(status["memory"], 400u64 << 20, "{status}");
+    let held: u64 = status["live"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["rss_bytes"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(held > 64 << 20, "a live CLI's memory is shown: {status}");
+    let first = a.live_pids();
+    assert_eq!(first.len(), 1, "{status}");
+    let saved = std::mem::take(&mut a.history);
+    let out = a.turn(Format::Text, "second conversation");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(a.last_engine(), "live");
+    eventually(Duration::from_secs(10), "the first live CLI to end", || {
+        gone(first[0]).then_some(())
+    });
+    assert_eq!(a.live_pids().len(), 1, "{}", a.keeper_status());
+    a.history = saved;
+    let out = a.turn(Format::Text, "first again");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        a.last_engine(),
+        "live",
+        "its live CLI was ended for the other"
+    );
+    finish(&a);
+}
+
+/// A real `claude` behind a wrapper that reads all its input before it
+/// starts the CLI: a live process never hears its message. The first turn
+/// waits for it (20 s) and runs cold; the shim remembers, so the turns after
+/// it run cold at once; `warm status` and `doctor` say so and why;
+/// `warm stop` forgets it.
+#[test]
+fn a_live_cli_that_never_answers_costs_one_turn() {
+    let mut w = World::new(true);
+    let wrapper = w.sb.file("buffering-claude");
+    std::fs::write(
+        &wrapper,
+        format!(
+            // (The probe finds hidden flags by name in the binary: this one
+            // passes --resume-session-at on, as every flag.)
+            "#!/bin/sh\n# passes every flag on, --resume-session-at too\ninput=$(cat; echo x)\nprintf '%s' \"${{input%x}}\" | exec '{}' \"$@\"\n",
+            w.sb.real_claude().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    w.sb.set_env("CLAUDE_SHIM_REAL", &wrapper);
+    for k in 1..=3 {
+        let out = w.turn(Format::Text, &format!("message {k}"));
+        w.assert_answered(&out, k);
+        assert_eq!(w.last_engine(), "cold", "turn {k}: {:?}", w.runs());
+    }
+    let log = std::fs::read_to_string(w.sb.root.join("shim.log")).unwrap();
+    assert_eq!(
+        log.matches("the new live CLI said nothing in").count(),
+        1,
+        "one turn waited for a live CLI; the others ran cold at once\n{log}"
+    );
+    let errors = std::fs::read_to_string(w.sb.shim_home.join("errors.log")).unwrap();
+    assert!(errors.contains("warm turns off for an hour"), "{errors}");
+    let shim = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(crate::support::shim_exe());
+        cmd.args(args)
+            .env_clear()
+            .env("HOME", &w.sb.home)
+            .env("CLAUDE_SHIM_HOME", &w.sb.shim_home)
+            .env("PATH", w.sb.shimmed_path());
+        run(cmd, b"")
+    };
+    let status = shim(&["warm", "status", "--json"]);
+    let v: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(v["unresponsive"].as_array().map(Vec::len), Some(1), "{v}");
+    let text = String::from_utf8_lossy(&shim(&["warm", "status"]).stdout).into_owned();
+    assert!(text.contains("warm turns off for"), "{text}");
+    let doctor = shim(&["doctor", "--json"]);
+    assert!(
+        String::from_utf8_lossy(&doctor.stdout).contains("said nothing in 20 s"),
+        "{}",
+        describe(&doctor)
+    );
+    assert!(shim(&["warm", "stop"]).status.success());
+    let v: Value = serde_json::from_slice(&shim(&["warm", "status", "--json"]).stdout).unwrap();
+    assert_eq!(v["unresponsive"].as_array().map(Vec::len), Some(0), "{v}");
+}
+
 #[test]
 fn two_turns_of_one_conversation_at_once_one_warm_one_cold_never_two_writers() {
     let w = warmed();

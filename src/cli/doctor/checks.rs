@@ -47,8 +47,25 @@ pub fn judge(f: &Facts) -> Vec<Check> {
     out.extend(db_check(f));
     out.extend(permission_checks(f));
     out.push(guard_check(f.guard.as_deref()));
+    out.extend(warm_check(&f.warm_off));
     out.push(errors_check(&f.recent_errors));
     out
+}
+
+/// Live CLIs that did not answer: their turns run cold for an hour.
+fn warm_check(off: &[String]) -> Option<Check> {
+    (!off.is_empty()).then(|| {
+        check(
+            "warm turns",
+            Level::Warn,
+            format!(
+                "off for an hour where a new live CLI said nothing (a wrapper that buffers its \
+                 input, or a release without stream-json): {}",
+                off.join("; ")
+            ),
+            Some("claude-shim warm stop (tries a live CLI again now), or CLAUDE_SHIM_WARM=0"),
+        )
+    })
 }
 
 /// Whether this shell reaches the shim (see `activation`): a failure when
