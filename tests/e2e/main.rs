@@ -14,6 +14,7 @@ mod compaction;
 mod r#continue;
 mod costs;
 mod dialects;
+mod differential;
 mod fleet;
 mod packages;
 mod passthrough;

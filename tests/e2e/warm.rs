@@ -7,6 +7,7 @@
 //! of the session file intact.
 
 use crate::support::clients::{labels, result_reply, text_reply};
+use crate::support::mask::mask_usage;
 use crate::support::store::run_rows;
 use crate::support::{describe, run, ApiServer, Ran, Sandbox};
 use serde_json::Value;
@@ -242,37 +243,6 @@ fn same_as_cold(format: Format) {
         "the live CLI to end",
         || { warm.processes().is_empty().then_some(true) }
     ));
-}
-
-/// Usage figures track the request's bytes, which differ slightly (see
-/// `known_differences`); everything else of the line must match.
-fn mask_usage(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('"') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        let Some(end) = rest[1..].find('"') else {
-            break;
-        };
-        let key = &rest[1..end + 1];
-        let after = &rest[end + 2..];
-        let numeric =
-            after.starts_with(':') && after[1..].starts_with(|c: char| c.is_ascii_digit());
-        let lower = key.to_ascii_lowercase();
-        if numeric && (lower.contains("token") || lower.contains("cost")) {
-            let len = after[1..]
-                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
-                .unwrap_or(after.len() - 1);
-            out.push_str(&format!("\"{key}\":<n>"));
-            rest = &after[1 + len..];
-        } else {
-            out.push_str(&rest[..end + 2]);
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The two things a live (multi-turn, stream-json) process tells the model otherwise

@@ -279,3 +279,35 @@ impl Scanner<'_> {
         }
     }
 }
+
+/// Token counts and costs (`"…token…":n`, `"…cost…":n`, any case) as `<n>`: they
+/// track the request's bytes, which differ between a replaying call and a resumed
+/// one; everything else of the line must match.
+pub fn mask_usage(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('"') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let Some(end) = rest[1..].find('"') else {
+            break;
+        };
+        let key = &rest[1..end + 1];
+        let after = &rest[end + 2..];
+        let numeric =
+            after.starts_with(':') && after[1..].starts_with(|c: char| c.is_ascii_digit());
+        let lower = key.to_ascii_lowercase();
+        if numeric && (lower.contains("token") || lower.contains("cost")) {
+            let len = after[1..]
+                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
+                .unwrap_or(after.len() - 1);
+            out.push_str(&format!("\"{key}\":<n>"));
+            rest = &after[1 + len..];
+        } else {
+            out.push_str(&rest[..end + 2]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}

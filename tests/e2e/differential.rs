@@ -1,0 +1,358 @@
+//! The differential harness: every scenario runs three ways — the real CLI without
+//! the shim, through the shim cold (`CLAUDE_SHIM_WARM=0`), and through the shim warm —
+//! and the caller's view of the last turn must be the same: stdout and stderr byte
+//! for byte, exit status or signal. Each way has its own sandbox and loopback API
+//! server; a `Human:`/`Assistant:` client replays its transcript on stdin every
+//! turn, as the clients the shim serves do.
+//!
+//! Scenarios are the output formats (text, json, stream-json) crossed with the
+//! faults of [`Fault`]: two clean turns, then the third with the fault (for a
+//! killed caller, the third is then retried and the retry compared).
+//!
+//! Masking rules (all documented in `tests/support/mask.rs`, applied alike to the
+//! three ways):
+//! - the sandbox's paths, random ids (numbered by first appearance), wall-clock
+//!   values and `*_ms` timings;
+//! - token counts and costs (`mask_usage`): a replaying call sends more tokens than
+//!   a resumed one, which is the point of the shim; their place and shape must match;
+//! - the `id` of a message the CLI makes itself (an API error's synthetic reply):
+//!   a random UUID, numbered by first appearance like the other ids;
+//! - SIGINT only: the CLI itself, interrupted mid-request, prints either nothing or
+//!   its error result (`Execution error`; json `error_during_execution`), by a race
+//!   of its own. Both are the CLI's answer to an interrupt, and both are read as
+//!   `<interrupted>`; the exit status and stderr are still compared as they are.
+
+use crate::support::clients::labels;
+use crate::support::mask::mask_usage;
+use crate::support::{describe, run, ApiServer, Ran, Sandbox};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Way {
+    Direct,
+    Cold,
+    Warm,
+}
+
+const WAYS: [Way; 3] = [Way::Direct, Way::Cold, Way::Warm];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+    StreamJson,
+}
+
+impl Format {
+    fn args(self) -> Vec<&'static str> {
+        match self {
+            Format::Text => vec!["-p"],
+            Format::Json => vec!["-p", "--output-format", "json"],
+            Format::StreamJson => vec!["-p", "--output-format", "stream-json", "--verbose"],
+        }
+    }
+
+    /// The reply a client keeps from a successful turn's stdout.
+    fn reply(self, out: &[u8]) -> String {
+        match self {
+            Format::Text => crate::support::clients::text_reply(out),
+            Format::Json => serde_json::from_slice::<serde_json::Value>(out).unwrap()["result"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+            Format::StreamJson => crate::support::clients::result_reply(out),
+        }
+    }
+}
+
+/// What happens to turn 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// Nothing: a plain resumed (or warm) turn.
+    None,
+    /// The API answers 400.
+    ApiError,
+    /// A flag the CLI does not know.
+    BadFlag,
+    /// The sessions are gone (the CLI refuses the resume; the shim falls back).
+    RefusedResume,
+    /// The new message holds bytes that are not UTF-8.
+    NonUtf8,
+    /// The prompt is over the CLI's 10 MB stdin limit.
+    OverLimit,
+    /// The caller's stdout is closed before the turn starts.
+    StdoutClosed,
+    /// SIGINT to the caller's `claude` while the request is in flight.
+    Sigint,
+    /// SIGTERM likewise.
+    Sigterm,
+    /// SIGKILL likewise; then the caller retries the turn (the retry is compared).
+    KilledThenRetried,
+}
+
+struct World {
+    way: Way,
+    server: ApiServer,
+    sb: Sandbox,
+    history: Vec<(String, String)>,
+}
+
+/// What the caller saw of a turn, masked.
+#[derive(Debug, PartialEq, Eq)]
+struct Seen {
+    how: (Option<i32>, Option<i32>),
+    stdout: String,
+    stderr: String,
+}
+
+impl World {
+    fn new(way: Way) -> World {
+        let server = ApiServer::start();
+        // The newest message's reply, whatever the transcript around it: a
+        // replaying call and a resumed one get the same answer.
+        server.set_reply(|req| {
+            let text = req.last_user_text().unwrap_or_default();
+            let newest = text.rsplit("Human: ").next().unwrap_or_default();
+            format!("reply: {}", newest.chars().take(40).collect::<String>())
+        });
+        let mut sb = Sandbox::real(&server);
+        if way == Way::Cold {
+            sb.set_env("CLAUDE_SHIM_WARM", "0");
+        }
+        World {
+            way,
+            server,
+            sb,
+            history: Vec::new(),
+        }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        match self.way {
+            Way::Direct => self.sb.direct(args),
+            Way::Cold | Way::Warm => self.sb.shimmed(args),
+        }
+    }
+
+    /// The client's prompt for `msg`: the transcript so far, then `msg`.
+    fn prompt(&self, msg: &[u8]) -> Vec<u8> {
+        let mut p = labels(&self.history, "\u{0}", "Human", "\n\n").into_bytes();
+        p.pop();
+        p.extend_from_slice(msg);
+        p
+    }
+
+    /// A clean turn, kept in the history.
+    fn turn(&mut self, format: Format, msg: &str) -> Ran {
+        let out = run(
+            self.command(&format.args()),
+            self.prompt(msg.as_bytes()).as_slice(),
+        );
+        assert!(out.status.success(), "{:?}: {}", self.way, describe(&out));
+        self.history
+            .push((msg.to_owned(), format.reply(&out.stdout)));
+        out
+    }
+
+    /// Turn 3 with `fault`.
+    fn faulted(&mut self, format: Format, fault: Fault) -> Ran {
+        let mut args = format.args();
+        let mut msg = b"message 3".to_vec();
+        match fault {
+            Fault::ApiError => self.server.set_error(|req| {
+                req.is_main()
+                    .then(|| (400, "the request was refused for the test".to_owned()))
+            }),
+            Fault::BadFlag => args.push("--no-such-flag"),
+            Fault::RefusedResume => {
+                for f in self.sb.session_files() {
+                    std::fs::remove_file(f).unwrap();
+                }
+            }
+            Fault::NonUtf8 => msg.extend_from_slice(b" caf\xe9 \xff\xfe end"),
+            Fault::OverLimit => msg.extend(std::iter::repeat_n(b'x', 11 << 20)),
+            _ => {}
+        }
+        let prompt = self.prompt(&msg);
+        match fault {
+            Fault::StdoutClosed => self.closed_stdout(&args, &prompt),
+            Fault::Sigint => self.signalled(&args, &prompt, Signal::SIGINT),
+            Fault::Sigterm => self.signalled(&args, &prompt, Signal::SIGTERM),
+            Fault::KilledThenRetried => {
+                let killed = self.signalled(&args, &prompt, Signal::SIGKILL);
+                assert_eq!(killed.how(), (None, Some(9)), "{}", describe(&killed));
+                run(self.command(&args), prompt.as_slice())
+            }
+            _ => run(self.command(&args), prompt.as_slice()),
+        }
+    }
+
+    /// The turn with fd 1 a pipe whose reader is gone.
+    fn closed_stdout(&self, args: &[&str], prompt: &[u8]) -> Ran {
+        let (read, write) = nix::unistd::pipe().unwrap();
+        drop(read);
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::from(write))
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let _ = child.stdin.take().unwrap().write_all(prompt);
+        let out = child.wait_with_output().unwrap();
+        Ran::from(out)
+    }
+
+    /// The turn, sent `signal` once its main request is in flight.
+    fn signalled(&self, args: &[&str], prompt: &[u8], signal: Signal) -> Ran {
+        let before = self.server.main_requests().len();
+        self.server.set_latency(Duration::from_secs(20));
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(prompt).unwrap();
+        drop(stdin);
+        let start = Instant::now();
+        while self.server.main_requests().len() == before {
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{:?}: the request never came",
+                self.way
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        let out = child.wait_with_output().unwrap();
+        self.server.set_latency(Duration::ZERO);
+        Ran::from(out)
+    }
+
+    fn seen(&self, out: &Ran, fault: Fault) -> Seen {
+        let mask =
+            |b: &[u8]| mask_uuid_ids(&mask_usage(&self.sb.mask(&String::from_utf8_lossy(b))));
+        let mut stdout = mask(&out.stdout);
+        if fault == Fault::Sigint && interrupted(&stdout) {
+            stdout = "<interrupted>".to_owned();
+        }
+        Seen {
+            how: out.how(),
+            stdout,
+            stderr: mask(&out.stderr),
+        }
+    }
+
+    fn engines(&self) -> Vec<String> {
+        crate::support::store::run_rows(&self.sb.shim_home)
+            .into_iter()
+            .map(|r| r.engine)
+            .collect()
+    }
+}
+
+/// `"id":"<uuid>"` as `"id":"<id#n>"`, numbered by first appearance.
+fn mask_uuid_ids(text: &str) -> String {
+    const KEY: &str = "\"id\":\"";
+    let is_uuid = |s: &str| {
+        s.len() == 36
+            && s.char_indices().all(|(i, c)| match i {
+                8 | 13 | 18 | 23 => c == '-',
+                _ => c.is_ascii_hexdigit(),
+            })
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        let value = at + KEY.len();
+        out.push_str(&rest[..value]);
+        rest = &rest[value..];
+        if rest.len() > 36 && is_uuid(&rest[..36]) && rest[36..].starts_with('"') {
+            let id = rest[..36].to_owned();
+            let n = match seen.iter().position(|s| *s == id) {
+                Some(i) => i + 1,
+                None => {
+                    seen.push(id);
+                    seen.len()
+                }
+            };
+            out.push_str(&format!("<id#{n}>"));
+            rest = &rest[36..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The CLI's own answers to an interrupt: nothing, or its error result.
+fn interrupted(stdout: &str) -> bool {
+    let s = stdout.trim();
+    s.is_empty()
+        || s == "Execution error"
+        || s.lines()
+            .last()
+            .is_some_and(|l| l.contains("\"subtype\":\"error_during_execution\""))
+}
+
+/// Run `format` × `fault` three ways and compare what the caller saw of turn 3.
+fn differential(format: Format, fault: Fault) {
+    let mut seen = Vec::new();
+    for way in WAYS {
+        let mut w = World::new(way);
+        for k in 1..=2 {
+            w.turn(format, &format!("message {k}"));
+        }
+        let out = w.faulted(format, fault);
+        if way == Way::Warm && fault == Fault::None {
+            // The scenario really ran warm (turn 1 starts the live CLI).
+            assert_eq!(w.engines(), ["live", "warm", "warm"], "{}", describe(&out));
+        }
+        seen.push((way, w.seen(&out, fault)));
+    }
+    let (direct, rest) = seen.split_first().unwrap();
+    for (way, s) in rest {
+        assert_eq!(
+            s, &direct.1,
+            "{format:?} × {fault:?}: {way:?} differs from the direct call"
+        );
+    }
+}
+
+macro_rules! matrix {
+    ($($name:ident: $fault:expr;)*) => {
+        $(
+            mod $name {
+                use super::*;
+                #[test]
+                fn text() {
+                    differential(Format::Text, $fault);
+                }
+                #[test]
+                fn json() {
+                    differential(Format::Json, $fault);
+                }
+                #[test]
+                fn stream_json() {
+                    differential(Format::StreamJson, $fault);
+                }
+            }
+        )*
+    };
+}
+
+matrix! {
+    plain_turn: Fault::None;
+    api_error: Fault::ApiError;
+    bad_flag: Fault::BadFlag;
+    refused_resume: Fault::RefusedResume;
+    non_utf8_input: Fault::NonUtf8;
+    prompt_over_the_limit: Fault::OverLimit;
+    stdout_closed: Fault::StdoutClosed;
+    sigint: Fault::Sigint;
+    sigterm: Fault::Sigterm;
+    killed_then_retried: Fault::KilledThenRetried;
+}
