@@ -41,9 +41,24 @@ pub struct Glance {
     /// The last 7 days (see `stats --json` for the fields).
     pub week: Totals,
     pub last_turn: Option<LastTurn>,
+    /// The live CLIs kept in the background for warm turns (null: no keeper runs).
+    pub background: Option<Background>,
     /// Why the database could not be read (pins, week and last turn are
     /// then unknown).
     pub store_error: Option<String>,
+}
+
+/// What runs in the background: the keeper's live CLIs and their memory.
+#[derive(Debug, Default, Serialize)]
+pub struct Background {
+    pub keeper_pid: u32,
+    pub live_clis: usize,
+    /// Their resident memory together, in bytes (what /proc says).
+    pub memory_bytes: u64,
+    /// The most they may hold together (`CLAUDE_SHIM_WARM_MEMORY`).
+    pub memory_budget_bytes: u64,
+    pub max_live_clis: usize,
+    pub idle_ttl_secs: u64,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -88,7 +103,22 @@ fn gather(dir: Option<&std::path::Path>) -> Glance {
     if let Err(e) = from_store(&mut g) {
         g.store_error = Some(format!("{e:#}"));
     }
+    g.background = background();
     g
+}
+
+/// The keeper's live CLIs, if one runs (asked over its socket; a data dir
+/// that is not private is never connected to).
+fn background() -> Option<Background> {
+    let s = super::warm::connect().ok()??.status().ok()?;
+    Some(Background {
+        keeper_pid: s.pid,
+        live_clis: s.live.len(),
+        memory_bytes: s.live.iter().filter_map(|l| l.rss_bytes).sum(),
+        memory_budget_bytes: s.memory,
+        max_live_clis: s.max,
+        idle_ttl_secs: s.ttl_secs,
+    })
 }
 
 fn from_store(g: &mut Glance) -> Result<()> {
@@ -176,6 +206,17 @@ pub fn render(out: &mut dyn Write, g: &Glance, s: Style) -> std::io::Result<()> 
             writeln!(out, "{} {} {}: {why}", label("last turn"), t.when, t.kind)?;
         }
     }
+    let background = match &g.background {
+        None => "no live CLIs (none kept now)".to_owned(),
+        Some(b) => format!(
+            "{} using {} of {}, idle ones end after {} (`claude-shim warm status`; off: CLAUDE_SHIM_WARM=0)",
+            plural(b.live_clis as i64, "live CLI", "live CLIs"),
+            human::bytes(b.memory_bytes as i64),
+            human::bytes(b.memory_budget_bytes as i64),
+            super::duration::exact(b.idle_ttl_secs),
+        ),
+    };
+    writeln!(out, "{} {background}", label("background"))?;
     if !g.active || g.store_error.is_some() {
         writeln!(out, "{}", s.dim("`claude-shim doctor` checks everything"))?;
     }

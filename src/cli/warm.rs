@@ -26,7 +26,7 @@ enum Action {
     Stop { session: Option<String> },
 }
 
-fn connect() -> Result<Option<Keeper>> {
+pub(super) fn connect() -> Result<Option<Keeper>> {
     let Some(dir) = crate::data_dir::DataDir::existing()? else {
         return Ok(None);
     };

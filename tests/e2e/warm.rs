@@ -552,6 +552,27 @@ fn a_memory_budget_bounds_the_pool() {
         .map(|l| l["rss_bytes"].as_u64().unwrap_or(0))
         .sum();
     assert!(held > 64 << 20, "a live CLI's memory is shown: {status}");
+    // `status` tells what runs in the background, in text and json.
+    let glance = |json: bool| {
+        let mut cmd = a.sb.manager();
+        cmd.arg("status");
+        if json {
+            cmd.arg("--json");
+        }
+        let out = run(cmd, b"");
+        assert!(out.status.success(), "{}", describe(&out));
+        out.stdout
+    };
+    let g: Value = serde_json::from_slice(&glance(true)).unwrap();
+    assert_eq!(g["background"]["live_clis"], 1, "{g}");
+    assert_eq!(g["background"]["memory_budget_bytes"], 400u64 << 20, "{g}");
+    assert!(
+        g["background"]["memory_bytes"].as_u64().unwrap() > 64 << 20,
+        "{g}"
+    );
+    let text = String::from_utf8(glance(false)).unwrap();
+    assert!(text.contains("1 live CLI using "), "{text}");
+    assert!(text.contains("of 400.0 MiB"), "{text}");
     let first = a.live_pids();
     assert_eq!(first.len(), 1, "{status}");
     let saved = std::mem::take(&mut a.history);
