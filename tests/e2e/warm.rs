@@ -761,3 +761,45 @@ fn a_keeper_whose_data_dir_is_removed_ends_with_its_live_clis() {
         || (gone(keeper) && live.iter().all(|p| gone(*p))).then_some(()),
     );
 }
+
+/// A terminal on stdout: the CLI prints otherwise for one than for the pipe a
+/// live process writes to, so the turn runs cold (and is answered).
+#[test]
+fn a_terminal_on_stdout_runs_the_turn_cold() {
+    use std::io::{Read, Write};
+    let w = warmed();
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let mut cmd = w.sb.shimmed(["-p"]);
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::from(pty.slave.try_clone().unwrap()))
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn turn");
+    drop(cmd);
+    drop(pty.slave);
+    let prompt = labels(&w.history, "message 3", "Human", "\n\n");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(prompt.as_bytes())
+        .unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        // EIO once the child (the only holder of the slave) is done.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        out
+    });
+    let status = child.wait().unwrap();
+    let out = String::from_utf8_lossy(&reader.join().unwrap()).into_owned();
+    assert!(status.success(), "{out}");
+    assert!(out.contains("reply 3"), "{out}");
+    assert_eq!(w.last_engine(), "cold", "{:?}", w.runs());
+    finish(&w);
+}
