@@ -43,6 +43,8 @@ pub const WARM_MAX: &str = "CLAUDE_SHIM_WARM_MAX";
 pub const WARM_TTL: &str = "CLAUDE_SHIM_WARM_TTL";
 /// The most resident memory the live processes may hold together.
 pub const WARM_MEMORY: &str = "CLAUDE_SHIM_WARM_MEMORY";
+/// `0`: no CLI started ahead of a scope's next new conversation.
+pub const WARM_READY: &str = "CLAUDE_SHIM_WARM_READY";
 /// Where the store lives: `sqlite` (default: `<data dir>/shim.db`) or a
 /// `postgres://…` URL shared by a fleet of replicas.
 pub const STORE: &str = "CLAUDE_SHIM_STORE";
@@ -127,6 +129,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         WARM_MEMORY,
         "most memory the live CLIs may hold together, e.g. 1G or 512M (default: an eighth of RAM, at most 1G)",
+    ),
+    (
+        WARM_READY,
+        "0 = no CLI kept ready for a new conversation's first turn (default: after a turn, one per directory and flags, for a minute)",
     ),
     (
         TEST_PANIC,
@@ -219,6 +225,16 @@ pub fn warm() -> bool {
         std::env::var(WARM).as_deref().map(str::trim),
         Ok("0" | "false" | "off" | "no")
     )
+}
+
+/// A CLI is kept ready for new conversations unless `CLAUDE_SHIM_WARM_READY`
+/// says `0`/`false`/`off`/`no` (or warm turns are off).
+pub fn warm_ready() -> bool {
+    warm()
+        && !matches!(
+            std::env::var(WARM_READY).as_deref().map(str::trim),
+            Ok("0" | "false" | "off" | "no")
+        )
 }
 
 pub fn warm_max() -> Option<usize> {

@@ -93,6 +93,11 @@ pub trait Launch {
     fn fresh_id(&mut self) -> String {
         uuid::Uuid::new_v4().to_string()
     }
+    /// The session id of a CLI already started for a new conversation of
+    /// this scope, reserved for this turn (see `warm::keeper::READY_FOR`).
+    fn adopt(&mut self) -> Option<String> {
+        None
+    }
     /// Between a refused attempt and the rerun.
     fn between(&mut self, ctx: &Ctx<'_>) {
         ctx.child.between();
@@ -211,8 +216,9 @@ pub fn managed_turn(
     launch: &mut dyn Launch,
 ) -> Exit {
     let new_id = launch.fresh_id();
-    let prepared =
-        std::panic::catch_unwind(AssertUnwindSafe(|| prepare(ctx, args, prompt, new_id)));
+    let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        prepare(ctx, args, prompt, new_id, &mut || launch.adopt())
+    }));
     match prepared {
         Ok(Ok(Some(p))) => execute(ctx, p, prompt, args, launch),
         Ok(Ok(None)) => {
@@ -256,6 +262,7 @@ fn prepare(
     args: &[OsString],
     prompt: &Prompt,
     new_id: String,
+    adopt: &mut dyn FnMut() -> Option<String>,
 ) -> anyhow::Result<Option<Prepared>> {
     let Some(u) = understand::understand(prompt) else {
         return Ok(None);
@@ -289,7 +296,19 @@ fn prepare(
         max_compactions: env::max_compactions(),
         interrupted,
     };
-    let plan = plan::plan(facts.clone());
+    let mut plan = plan::plan(facts.clone());
+    // A new conversation's first turn takes a CLI started ready for it, if
+    // there is one (not a one-shot call, nor a transcript that may be
+    // refused as too long: those run cold).
+    if let Plan::Fresh { session, why } = &mut plan {
+        let adoptable = !matches!(
+            why,
+            Why::Compacted(_) | Why::Missed(plan::Miss::NotRecognised(_))
+        );
+        if let Some(ready) = adoptable.then(&mut *adopt).flatten() {
+            *session = ready;
+        }
+    }
     debug!("plan: {plan:?}");
     let reason = Reason::of(&plan, found.busy);
     let send_preamble = env::preamble_keep() || found.preamble_changed;

@@ -41,6 +41,8 @@ pub struct Warm {
     cwd: String,
     prompt: Prompt,
     engine: &'static str,
+    /// The session id of a ready CLI reserved for this turn.
+    adopted: Option<String>,
 }
 
 impl Warm {
@@ -129,6 +131,7 @@ impl Warm {
             cwd,
             prompt: prompt.clone(),
             engine: "cold",
+            adopted: None,
         })
     }
 
@@ -507,6 +510,63 @@ impl Launch for Warm {
         watch: Option<Arc<dyn Watch>>,
     ) -> Finished {
         self.engine = "cold";
+        let adopted = self
+            .adopted
+            .take()
+            .is_some_and(|s| s == plan.target_session());
+        self.warm_or_cold(ctx, plan, head, a, watch, adopted)
+    }
+
+    fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+        self.engine = "cold";
+        Cold.as_asked(ctx, a, watch)
+    }
+
+    fn adopt(&mut self) -> Option<String> {
+        if !env::warm_ready() {
+            return None;
+        }
+        let key = self.key.clone();
+        let session = self.keeper()?.ready(&key)?;
+        debug!("warm: a ready CLI takes this new conversation ({session})");
+        self.adopted = Some(session.clone());
+        Some(session)
+    }
+}
+
+impl Warm {
+    fn start(&self, ctx: &Ctx<'_>, args: Vec<String>) -> Start {
+        Start {
+            program: ctx.real.to_string_lossy().into_owned(),
+            args,
+            env: self.env.clone(),
+            cwd: self.cwd.clone(),
+        }
+    }
+
+    /// [`Launch::planned`]: in a live CLI where one can serve, else cold.
+    /// `adopted`: the plan's session is a ready CLI's (ended before any
+    /// cold run, which would otherwise meet it as a second writer).
+    fn warm_or_cold(
+        &mut self,
+        ctx: &Ctx<'_>,
+        plan: &Plan,
+        head: Option<&str>,
+        a: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+        adopted: bool,
+    ) -> Finished {
+        let cold = |this: &mut Warm, watch| {
+            // A ready CLI reserved for this session must not meet the cold
+            // run as a second writer: `release` ends it (and waits).
+            if adopted {
+                debug!("warm: the ready CLI is not used; ending it");
+                if let Some(k) = this.keeper() {
+                    k.release(plan.target_session());
+                }
+            }
+            Cold.planned(ctx, plan, head, a, watch)
+        };
         let conversation = match plan {
             // A prompt in no transcript dialect is most likely a one-shot
             // call: it runs exactly as without the shim, and no live CLI is
@@ -521,7 +581,7 @@ impl Launch for Warm {
         // A transcript that may be refused as too long is held past that
         // point: a cold run's hold does that.
         if !conversation || a.proof == crate::runner::Proof::Answer {
-            return Cold.planned(ctx, plan, head, a, watch);
+            return cold(self, watch);
         }
         let in_place = matches!(
             plan,
@@ -532,7 +592,7 @@ impl Launch for Warm {
         );
         let session_flags = super::attempt::session_flags(plan);
         let Some(args) = warm::live_args(&session_flags, &self.flags) else {
-            return Cold.planned(ctx, plan, head, a, watch);
+            return cold(self, watch);
         };
         let req = Request::Turn {
             session: plan.target_session().to_owned(),
@@ -546,34 +606,36 @@ impl Launch for Warm {
                 true => self.file_size(plan.target_session()),
                 false => None,
             },
-            start: Some(Start {
-                program: ctx.real.to_string_lossy().into_owned(),
-                args,
-                env: self.env.clone(),
-                cwd: self.cwd.clone(),
-            }),
+            start: Some(Box::new(self.start(ctx, args))),
+            ready: env::warm_ready()
+                .then(|| {
+                    let id =
+                        ["--session-id", &uuid::Uuid::new_v4().to_string()].map(OsString::from);
+                    warm::live_args(&id, &self.flags)
+                })
+                .flatten()
+                .map(|args| Box::new(self.start(ctx, args))),
         };
         let lent = match self.keeper().map(|k| k.turn(&req)) {
             Some(Ok(lent)) => lent,
             Some(Err(why)) => {
                 debug!("warm: cold, because {why}");
-                return Cold.planned(ctx, plan, head, a, watch);
+                return cold(self, watch);
             }
-            None => return Cold.planned(ctx, plan, head, a, watch),
+            None => return cold(self, watch),
         };
         let fresh = lent.fresh;
         match self.run(ctx, lent, plan, a, watch.clone()) {
             Some(f) => {
-                self.engine = if fresh { "live" } else { "warm" };
+                self.engine = match (fresh, adopted) {
+                    (true, true) => "ready",
+                    (true, false) => "live",
+                    (false, _) => "warm",
+                };
                 f
             }
-            None => Cold.planned(ctx, plan, head, a, watch),
+            None => cold(self, watch),
         }
-    }
-
-    fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
-        self.engine = "cold";
-        Cold.as_asked(ctx, a, watch)
     }
 }
 

@@ -194,6 +194,16 @@ impl Keeper {
         )
     }
 
+    /// The session id of a CLI started ready for `key`, reserved for us.
+    pub fn ready(&mut self, key: &str) -> Option<String> {
+        match self.call(&Request::Ready {
+            key: key.to_owned(),
+        }) {
+            Ok(Reply::Ready { session }) => Some(session),
+            _ => None,
+        }
+    }
+
     pub fn status(&mut self) -> std::io::Result<Status> {
         match self.call(&Request::Status)? {
             Reply::Status(s) => Ok(s),

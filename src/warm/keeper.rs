@@ -71,7 +71,17 @@ struct Entry {
     want_stop: bool,
     /// It started its session anew (`--session-id`), not by resuming it.
     began_fresh: bool,
+    /// Started ahead of a new conversation (no message yet, no session
+    /// file), not yet reserved by a turn.
+    ready: bool,
 }
+
+/// How long a ready CLI waits for a new conversation. It took its snapshot
+/// of the directory (git status, CLAUDE.md, …) when it started, as a cold
+/// start does at the turn: a minute keeps that snapshot about as fresh as
+/// the one a live CLI's second turn works from, and ends a CLI nobody came
+/// for before it costs much.
+pub const READY_FOR: Duration = Duration::from_secs(60);
 
 struct Conn {
     stream: UnixStream,
@@ -85,6 +95,8 @@ struct Conn {
     ended: Option<std::process::ExitStatus>,
     /// It asked how its process ended, before it had.
     wants_end: bool,
+    /// A CLI to start ready for the scope of its turn, once that is done.
+    ready: Option<(String, Start)>,
 }
 
 pub struct Keeper {
@@ -247,6 +259,7 @@ impl Keeper {
                     closed: false,
                     ended: None,
                     wants_end: false,
+                    ready: None,
                 },
             );
             self.last_activity = Instant::now();
@@ -337,6 +350,15 @@ impl Keeper {
                 self.reply(id, &reply, &[]);
             }
             Request::Turn { .. } => self.turn(id, req),
+            Request::Ready { key } => {
+                let reply = match self.reserve_ready(&key) {
+                    Some(session) => Reply::Ready { session },
+                    None => Reply::Miss {
+                        why: "no CLI ready for this scope".into(),
+                    },
+                };
+                self.reply(id, &reply, &[]);
+            }
             Request::Ended => {
                 let Some(c) = self.conns.get_mut(&id) else {
                     return;
@@ -359,7 +381,9 @@ impl Keeper {
                 file_size,
                 key,
             } => {
+                let done_key = key.clone();
                 let lent = self.conns.get_mut(&id).and_then(|c| c.lent.take());
+                let ready = self.conns.get_mut(&id).and_then(|c| c.ready.take());
                 if let Some(entry) = lent.and_then(|e| self.entries.get_mut(&e)) {
                     if healthy && !self.draining {
                         entry.state = State::Idle;
@@ -375,6 +399,11 @@ impl Keeper {
                     }
                 }
                 self.reply(id, &Reply::Ok, &[]);
+                // It starts from the files as they are now (the turn's own
+                // first start may have written some): the key sent with Done.
+                if let Some((key, start)) = ready {
+                    self.start_ready(done_key.unwrap_or(key), &start);
+                }
             }
             Request::Release { ref session } => {
                 let idle: Vec<u64> = self
@@ -453,10 +482,14 @@ impl Keeper {
             key,
             file_size,
             start,
+            ready,
         } = req.clone()
         else {
             return;
         };
+        if let (Some(c), Some(r)) = (self.conns.get_mut(&conn), ready) {
+            c.ready = Some((key.clone(), *r));
+        }
         if self.draining {
             let why = "the keeper is draining (a new shim build or a stop)".into();
             return self.reply(conn, &Reply::Miss { why }, &[]);
@@ -474,7 +507,9 @@ impl Keeper {
             Some((e, State::Idle)) => {
                 let entry = &self.entries[&e];
                 if entry.key == key && entry.head == head && grown(entry.file_size, file_size) {
-                    return self.lend(conn, e, false);
+                    // A CLI started ready has not had a turn: it is new.
+                    let fresh = entry.turns == 0;
+                    return self.lend(conn, e, fresh);
                 }
                 crate::debug!(
                     "keeper: {} cannot serve (key {}, head {}, file {})",
@@ -520,6 +555,77 @@ impl Keeper {
                 let why = format!("starting the CLI failed: {e}");
                 self.reply(conn, &Reply::Miss { why }, &[]);
             }
+        }
+    }
+
+    /// Reserve the CLI ready for `key`, if one is (and young enough): its
+    /// session id. Ready CLIs of the same directory started under another
+    /// key (the environment, flags or files changed) can serve no one: ended.
+    fn reserve_ready(&mut self, key: &str) -> Option<String> {
+        let cwd = self
+            .entries
+            .values()
+            .find(|e| e.ready && e.key == key)
+            .map(|e| e.cwd.clone());
+        let stale: Vec<u64> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.ready && e.key != key && Some(&e.cwd) == cwd.as_ref())
+            .map(|(k, _)| *k)
+            .collect();
+        for id in stale {
+            self.stop_leased(id);
+        }
+        let (_, e) = self.entries.iter_mut().find(|(_, e)| {
+            e.ready && e.key == key && e.state == State::Idle && e.started.elapsed() < READY_FOR
+        })?;
+        e.ready = false;
+        e.last_used = Instant::now();
+        Some(e.session.clone())
+    }
+
+    /// Start a CLI ready for the next new conversation of `key`'s scope,
+    /// unless one is, or there is no room without ending another.
+    fn start_ready(&mut self, key: String, start: &Start) {
+        if self.draining || self.entries.values().any(|e| e.ready && e.key == key) {
+            return;
+        }
+        // Ready CLIs of this directory under another key can serve no one.
+        let stale: Vec<u64> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.ready && e.cwd == start.cwd)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in stale {
+            self.stop_leased(id);
+        }
+        let pool = self.pool();
+        if pool.count >= self.cfg.max
+            || pool.rss + TYPICAL_RSS > self.cfg.memory
+            || available_memory().is_some_and(|free| free < TYPICAL_RSS + RESERVE)
+        {
+            return;
+        }
+        let Some(session) = start
+            .args
+            .iter()
+            .position(|a| a == "--session-id")
+            .and_then(|i| start.args.get(i + 1))
+            .cloned()
+        else {
+            return;
+        };
+        match spawn(start) {
+            Ok(mut entry) => {
+                crate::debug!("keeper: a CLI ready for the next conversation ({session})");
+                entry.session = session;
+                entry.key = key;
+                entry.ready = true;
+                let id = self.id();
+                self.entries.insert(id, entry);
+            }
+            Err(e) => crate::debug!("keeper: starting a ready CLI failed: {e}"),
         }
     }
 
@@ -569,7 +675,7 @@ impl Keeper {
         self.entries
             .iter()
             .filter(|(_, e)| e.state == State::Idle)
-            .min_by_key(|(_, e)| e.last_used)
+            .min_by_key(|(_, e)| (!e.ready, e.last_used))
             .map(|(k, _)| *k)
     }
 
@@ -768,7 +874,10 @@ impl Keeper {
             .entries
             .iter()
             .filter(|(_, e)| {
-                e.state == State::Idle && (e.want_stop || e.last_used.elapsed() >= ttl)
+                e.state == State::Idle
+                    && (e.want_stop
+                        || e.last_used.elapsed() >= ttl
+                        || (e.ready && e.started.elapsed() >= READY_FOR))
             })
             .map(|(k, _)| *k)
             .collect();
@@ -804,6 +913,7 @@ impl Keeper {
                     session: e.session.clone(),
                     pid: e.child.id() as i32,
                     state: match e.state {
+                        State::Idle if e.ready => "ready",
                         State::Idle => "idle",
                         State::Lent(_) => "busy",
                         State::Stopping { .. } => "stopping",
@@ -876,6 +986,7 @@ fn spawn(start: &Start) -> std::io::Result<Entry> {
         leased: false,
         want_stop: false,
         began_fresh: !start.args.iter().any(|a| a == "--resume"),
+        ready: false,
     })
 }
 

@@ -33,7 +33,16 @@ pub enum Request {
         head: Option<String>,
         key: String,
         file_size: Option<u64>,
-        start: Option<Start>,
+        start: Option<Box<Start>>,
+        /// How to start a CLI ready for this scope's next new conversation
+        /// (its own `--session-id`), once this turn is done.
+        #[serde(default)]
+        ready: Option<Box<Start>>,
+    },
+    /// A new conversation's first turn with `key`: the session id of a CLI
+    /// started ready for it, now reserved for the asker.
+    Ready {
+        key: String,
     },
     /// The lent process finished its turn (`healthy`: and may serve the next).
     Done {
@@ -75,6 +84,10 @@ pub enum Reply {
     },
     Miss {
         why: String,
+    },
+    /// A ready CLI's session id, reserved for the asker's turn.
+    Ready {
+        session: String,
     },
     Ok,
     /// How a lent process ended: an exit code, or the signal that killed it.
@@ -184,6 +197,7 @@ mod tests {
             key: "k".into(),
             file_size: Some(9),
             start: None,
+            ready: None,
         };
         send(&a, &req, &[]).unwrap();
         let mut buf = Vec::new();

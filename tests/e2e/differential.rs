@@ -288,14 +288,15 @@ fn mask_uuid_ids(text: &str) -> String {
     out
 }
 
-/// The CLI's own answers to an interrupt: nothing, or its error result.
+/// The CLI's own answers to an interrupt: nothing, its error result
+/// (`Execution error`, or json `error_during_execution`), or in stream-json
+/// the events up to the interrupt (`[Request interrupted by user]`) with or
+/// without an error result — anything but a successful reply.
 fn interrupted(stdout: &str) -> bool {
     let s = stdout.trim();
     s.is_empty()
         || s == "Execution error"
-        || s.lines()
-            .last()
-            .is_some_and(|l| l.contains("\"subtype\":\"error_during_execution\""))
+        || (s.lines().all(|l| l.starts_with('{')) && !s.contains("\"subtype\":\"success\""))
 }
 
 /// Run `format` × `fault` three ways and compare what the caller saw of turn 3.
@@ -307,6 +308,16 @@ fn differential(format: Format, fault: Fault) {
             w.turn(format, &format!("message {k}"));
         }
         let out = w.faulted(format, fault);
+        if way == Way::Warm && fault == Fault::Sigint {
+            // The live CLI's interrupt is no race: its error result, always
+            // (an empty success was the bug this guards against).
+            let text = String::from_utf8_lossy(&out.stdout);
+            let want = match format {
+                Format::Text => "Execution error",
+                Format::Json | Format::StreamJson => "\"subtype\":\"error_during_execution\"",
+            };
+            assert!(text.contains(want), "{format:?}: {}", describe(&out));
+        }
         if way == Way::Warm && fault == Fault::None {
             // The scenario really ran warm (turn 1 starts the live CLI).
             assert_eq!(w.engines(), ["live", "warm", "warm"], "{}", describe(&out));

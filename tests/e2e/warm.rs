@@ -293,13 +293,15 @@ impl World {
         self.keeper_status()["pid"].as_i64().expect("a keeper runs") as i32
     }
 
-    /// Pids of the live CLIs the keeper holds.
+    /// Pids of the live CLIs the keeper holds for conversations (not one
+    /// started ready for the next new conversation).
     fn live_pids(&self) -> Vec<i32> {
         let s = self.keeper_status();
         s["live"]
             .as_array()
             .map(|a| {
                 a.iter()
+                    .filter(|l| l["state"] != "ready")
                     .filter_map(|l| l["pid"].as_i64())
                     .map(|p| p as i32)
                     .collect()
@@ -801,5 +803,92 @@ fn a_terminal_on_stdout_runs_the_turn_cold() {
     assert!(status.success(), "{out}");
     assert!(out.contains("reply 3"), "{out}");
     assert_eq!(w.last_engine(), "cold", "{:?}", w.runs());
+    finish(&w);
+}
+
+impl World {
+    /// The pid of the CLI started ready for a new conversation, if one is.
+    fn ready_pid(&self) -> Option<i32> {
+        self.keeper_status()["live"]
+            .as_array()?
+            .iter()
+            .find(|l| l["state"] == "ready")
+            .and_then(|l| l["pid"].as_i64())
+            .map(|p| p as i32)
+    }
+}
+
+/// After a turn, a CLI is started ready for the scope's next new
+/// conversation; that conversation's first turn takes it (engine `ready`)
+/// and prints what a cold first turn prints; its next turn runs warm in it.
+#[test]
+fn a_new_conversation_takes_the_ready_cli_and_prints_what_a_cold_one_prints() {
+    for format in [Format::Text, Format::Json, Format::StreamJson] {
+        let mut warm = World::new(true);
+        let mut cold = World::new(false);
+        for w in [&mut warm, &mut cold] {
+            let out = w.turn(format, "first conversation");
+            assert!(out.status.success(), "{}", describe(&out));
+            w.history.clear();
+        }
+        // Started once the turn was done: there when the turn returns.
+        let ready = warm.ready_pid().expect("a ready CLI after the turn");
+        let w = warm.turn(format, "second conversation");
+        let c = cold.turn(format, "second conversation");
+        assert_eq!(
+            warm.last_engine(),
+            "ready",
+            "{format:?}: {:?}\n{}",
+            warm.runs(),
+            std::fs::read_to_string(warm.sb.root.join("shim.log")).unwrap_or_default()
+        );
+        assert!(warm.live_pids().contains(&ready), "it serves on");
+        assert_eq!(c.status.code(), w.status.code());
+        let mask = |wd: &World, o: &[u8]| mask_usage(&wd.sb.mask(&String::from_utf8_lossy(o)));
+        assert_eq!(mask(&cold, &c.stdout), mask(&warm, &w.stdout), "{format:?}");
+        assert_eq!(mask(&cold, &c.stderr), mask(&warm, &w.stderr), "{format:?}");
+        let req = warm.server.last_main().unwrap();
+        assert_eq!(req.user_texts().len(), 1, "a new conversation: one message");
+        let out = warm.turn(format, "again");
+        assert!(out.status.success(), "{}", describe(&out));
+        assert_eq!(warm.last_engine(), "warm", "{:?}", warm.runs());
+        finish(&warm);
+    }
+}
+
+/// A ready CLI took in its scope's files at start: once they change, it can
+/// serve no one and is ended; the new conversation starts its own.
+#[test]
+fn a_changed_fingerprint_ends_the_ready_cli() {
+    let mut w = World::new(true);
+    let out = w.turn(Format::Text, "first conversation");
+    w.assert_answered(&out, 1);
+    let ready = w.ready_pid().expect("a ready CLI after the turn");
+    std::fs::write(w.sb.work.join("CLAUDE.md"), "Answer briefly.\n").unwrap();
+    w.history.clear();
+    let out = w.turn(Format::Text, "second conversation");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(w.last_engine(), "live", "{:?}", w.runs());
+    eventually(
+        Duration::from_secs(10),
+        "the stale ready CLI to end",
+        || gone(ready).then_some(()),
+    );
+    finish(&w);
+}
+
+/// `CLAUDE_SHIM_WARM_READY=0`: no CLI is started ahead of a conversation.
+#[test]
+fn no_ready_cli_when_turned_off() {
+    let mut w = World::new(true);
+    w.sb.set_env("CLAUDE_SHIM_WARM_READY", "0");
+    let out = w.turn(Format::Text, "first conversation");
+    w.assert_answered(&out, 1);
+    assert_eq!(w.ready_pid(), None, "{}", w.keeper_status());
+    assert_eq!(w.live_pids().len(), 1);
+    w.history.clear();
+    let out = w.turn(Format::Text, "second conversation");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(w.last_engine(), "live");
     finish(&w);
 }
