@@ -1,6 +1,6 @@
 //! claude-shim: a drop-in `claude` that resumes the Claude Code session a
 //! replayed conversation already lives in. Modules in the order a call
-//! flows through them (see README "How it works"):
+//! flows through them (see docs/how-it-works.md):
 
 // The shim face: which binary, which call, pass through or manage.
 /// Claude Code's flag grammar (commander's rules).

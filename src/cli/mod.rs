@@ -210,12 +210,12 @@ fn canonical_dir(dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn readme_environment_table_lists_every_variable() {
-        let readme = include_str!("../../README.md");
+    fn the_environment_table_lists_every_variable() {
+        let doc = include_str!("../../docs/environment.md");
         for (name, _) in crate::env::ALL {
             assert!(
-                readme.contains(&format!("| `{name}` |")),
-                "README's Environment table lacks {name}"
+                doc.contains(&format!("| `{name}` |")),
+                "docs/environment.md's table lacks {name}"
             );
         }
     }

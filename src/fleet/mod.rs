@@ -1,6 +1,6 @@
 //! A fleet: replicas on several hosts sharing one PostgreSQL store, a
 //! conversation's turns landing on any of them. What changes from one
-//! machine (see README "Fleet"):
+//! machine (see docs/fleet.md):
 //!
 //! - identity: a scope leaves out the Claude config dir, which differs per
 //!   host ([`crate::identity::config_dir_in_scope`]);

@@ -576,9 +576,20 @@ impl Keeper {
         for id in stale {
             self.stop_leased(id);
         }
-        let (_, e) = self.entries.iter_mut().find(|(_, e)| {
+        let found = self.entries.iter_mut().find(|(_, e)| {
             e.ready && e.key == key && e.state == State::Idle && e.started.elapsed() < READY_FOR
-        })?;
+        });
+        let Some((_, e)) = found else {
+            crate::debug!(
+                "keeper: no CLI ready for key {key} (ready: {:?})",
+                self.entries
+                    .values()
+                    .filter(|e| e.ready)
+                    .map(|e| e.key.as_str())
+                    .collect::<Vec<_>>()
+            );
+            return None;
+        };
         e.ready = false;
         e.last_used = Instant::now();
         Some(e.session.clone())
