@@ -22,7 +22,13 @@ pub struct Completions {
 
 /// The script for `shell`.
 pub fn script(shell: Shell) -> Result<Vec<u8>> {
-    let mut cmd = super::Cli::command();
+    let full = super::Cli::command();
+    // Hidden commands (the keeper, which shims start) are not for people
+    // to type: clap_complete offers them all, so they are left out here.
+    let mut cmd = clap::Command::new("claude-shim")
+        .version(env!("CARGO_PKG_VERSION"))
+        .args(full.get_arguments().cloned())
+        .subcommands(full.get_subcommands().filter(|c| !c.is_hide_set()).cloned());
     // Into a buffer: `generate` panics when its writer fails (a closed pipe).
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut cmd, "claude-shim", &mut buf);

@@ -19,7 +19,7 @@ pub struct Forget {
     /// Every conversation.
     #[arg(long)]
     pub all: bool,
-    /// One conversation, by session id (see `claude-shim pins`).
+    /// One conversation, by session id or any unique prefix of it (see `claude-shim sessions`).
     pub session: Option<String>,
 }
 
@@ -40,7 +40,10 @@ impl Run for Forget {
             store.forget_all()?
         } else if let Some(dir) = &self.cwd {
             store.forget_cwd(&super::canonical_dir(dir))?
-        } else if let Some(s) = &self.session {
+        } else if let Some(given) = &self.session {
+            let pinned = store.pinned_sessions()?;
+            let s = &super::id_prefix::resolve(given, &pinned, "pinned session")
+                .map_err(|e| anyhow::anyhow!("{e} (see `claude-shim sessions`)"))?;
             let r = store.forget_sessions(std::slice::from_ref(s))?;
             if r.pins == 0 && r.sessions == 0 {
                 bail!("no pins for session {s} (see `claude-shim pins`)");

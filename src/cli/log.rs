@@ -47,7 +47,10 @@ struct Turn<'a> {
     why: Option<&'a str>,
     session: Option<&'a str>,
     conv_key: Option<&'a str>,
+    /// The status the caller got: a code, or −signal.
     exit: Option<i64>,
+    /// `exit N` or the signal's name when the turn failed; null otherwise.
+    failure: Option<String>,
     bytes_in: i64,
     bytes_sent: i64,
     /// Null when unknown, never zeros.
@@ -80,6 +83,7 @@ fn json_turn(r: &LogRow) -> Turn<'_> {
         session: r.session.as_deref(),
         conv_key: r.conv_key.as_deref(),
         exit: r.exit,
+        failure: failure(r.exit),
         bytes_in: r.bytes_in,
         bytes_sent: r.bytes_sent,
         tokens: r.tokens.map(|t| JsonTokens {
@@ -184,15 +188,36 @@ fn cost_cell(c: Option<f64>) -> String {
 }
 
 /// The kind, and how the CLI ran when not the usual cold start
-/// (`resumed, warm`: in a live CLI kept from the turn before).
+/// (`resumed, warm`: in a live CLI kept from the turn before); a failed
+/// turn says so instead (`resumed, exit 1`, `fresh, SIGTERM`).
 fn kind_cell(r: &LogRow) -> String {
+    if let Some(failure) = failure(r.exit) {
+        return format!("{}, {failure}", r.kind);
+    }
     match r.engine.as_deref() {
         None | Some("cold") => r.kind.clone(),
         Some(engine) => format!("{}, {engine}", r.kind),
     }
 }
 
-fn paint_kind(s: Style, kind: &str, cell: String) -> String {
+/// How a turn failed, from the status the caller got (a code, or −signal):
+/// `None` for success or an unknown status.
+fn failure(exit: Option<i64>) -> Option<String> {
+    match exit? {
+        0 => None,
+        e if e < 0 => Some(
+            nix::sys::signal::Signal::try_from(-e as i32)
+                .map(|s| s.as_str().to_owned())
+                .unwrap_or_else(|_| format!("signal {}", -e)),
+        ),
+        e => Some(format!("exit {e}")),
+    }
+}
+
+fn paint_kind(s: Style, kind: &str, failed: bool, cell: String) -> String {
+    if failed {
+        return s.red(&cell);
+    }
     match kind {
         "resumed" | "forked" => s.green(&cell),
         "fallback" => s.yellow(&cell),
@@ -227,8 +252,16 @@ pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Re
                     human::bytes(r.bytes_in),
                     human::bytes(r.bytes_sent)
                 ),
-                tokens_cell(r.tokens),
-                cost_cell(r.cost_usd),
+                match failure(r.exit) {
+                    // A failed turn's zeros or unknowns are not figures.
+                    Some(_) if r.tokens.is_none_or(|t| t == Tokens::default()) => "-".into(),
+                    _ => tokens_cell(r.tokens),
+                },
+                match (failure(r.exit), r.cost_usd) {
+                    (Some(_), None) => "-".into(),
+                    (Some(_), Some(0.0)) => "-".into(),
+                    _ => cost_cell(r.cost_usd),
+                },
             ]
         })
         .collect();
@@ -260,7 +293,8 @@ pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Re
     let wrap_at = v.width.map(|w| w.saturating_sub(INDENT.len()).max(20));
     for (r, c) in rows.iter().zip(&cells) {
         let mut parts = line(c);
-        parts[1] = paint_kind(v.style, &r.kind, std::mem::take(&mut parts[1]));
+        let failed = failure(r.exit).is_some();
+        parts[1] = paint_kind(v.style, &r.kind, failed, std::mem::take(&mut parts[1]));
         writeln!(out, "{}", parts.join("  ").trim_end())?;
         let why = r
             .why
@@ -419,5 +453,36 @@ mod tests {
         };
         let t = text(&[row("2026-11-22 14:03", "resumed", Some("x"))], &v);
         assert!(t.contains("\x1b[32mresumed"), "{t:?}");
+    }
+
+    #[test]
+    fn a_failed_turn_says_how_and_shows_no_zeros_as_figures() {
+        let mut api_error = row("2026-11-22 14:03", "fresh", Some("why"));
+        api_error.exit = Some(1);
+        api_error.engine = Some("live".into());
+        api_error.tokens = Some(Tokens::default());
+        api_error.cost_usd = Some(0.0);
+        let mut killed = row("2026-11-22 14:04", "resumed", Some("why"));
+        killed.exit = Some(-15);
+        killed.tokens = None;
+        killed.cost_usd = None;
+        let ok = row("2026-11-22 14:05", "resumed", Some("why"));
+        let t = text(&[api_error, killed, ok], &view(None));
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[1].contains("fresh, exit 1"), "{t}");
+        assert!(
+            !lines[1].contains("0/0/0/0") && !lines[1].contains("$0.0000"),
+            "{t}"
+        );
+        assert!(lines[3].contains("resumed, SIGTERM"), "{t}");
+        assert!(!lines[3].contains("unknown"), "{t}");
+        assert!(
+            lines[5].contains("$0.0123") && !lines[5].contains("exit"),
+            "{t}"
+        );
+        assert_eq!(failure(Some(143)).as_deref(), Some("exit 143"));
+        assert_eq!(failure(Some(-9)).as_deref(), Some("SIGKILL"));
+        assert_eq!(failure(Some(0)), None);
+        assert_eq!(failure(None), None);
     }
 }

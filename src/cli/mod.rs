@@ -8,6 +8,7 @@ pub(crate) mod duration;
 mod forget;
 mod gc;
 mod human;
+mod id_prefix;
 pub mod init;
 pub mod install;
 mod log;
@@ -43,7 +44,11 @@ fn env_help() -> String {
         .max()
         .unwrap_or(0);
     let mut s = String::from("Environment:\n");
-    for (name, what) in crate::env::ALL {
+    // Test knobs are for the test suite (docs/environment.md lists them).
+    for (name, what) in crate::env::ALL
+        .iter()
+        .filter(|(n, _)| !n.starts_with("CLAUDE_SHIM_TEST_"))
+    {
         s.push_str(&format!("  {name:<width$}  {what}\n"));
     }
     s
@@ -63,11 +68,6 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run as the shim: `claude-shim run -- <claude args…>` (for shell aliases).
-    Run {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<OsString>,
-    },
     /// Dry-run one turn: dialect, turns, identity, pin match (or why not),
     /// and exactly what would be sent. Reads the caller's stdin from FILE or -.
     Explain(Explain),
@@ -85,6 +85,12 @@ enum Command {
     Completions(completions::Completions),
     RouteKey(route_key::RouteKey),
     Warm(warm::Warm),
+    /// Run as the shim: `claude-shim run -- <claude args…>` (what the alias
+    /// mode of `init` calls; you do not need it otherwise).
+    Run {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<OsString>,
+    },
     /// The keeper of live CLIs (started by the shim on demand).
     #[command(hide = true)]
     Keeper(warm::KeeperCmd),

@@ -102,6 +102,17 @@ pub fn render(out: &mut dyn Write, t: &Tally, title: &str, s: Style) -> std::io:
     ] {
         writeln!(out, "  {name:<13} {}", n(v))?;
     }
+    if k.failed > 0 {
+        writeln!(
+            out,
+            "  {:<13} {}",
+            "failed",
+            s.red(&format!(
+                "{} (an error exit or a signal: `claude-shim log` shows which)",
+                n(k.failed)
+            ))
+        )?;
+    }
     if k.other > 0 {
         writeln!(out, "  {:<13} {}", "other", n(k.other))?;
     }
@@ -160,7 +171,7 @@ pub fn render(out: &mut dyn Write, t: &Tally, title: &str, s: Style) -> std::io:
 }
 
 const FOOTNOTE: &str =
-    "resumed = resumed + forked. Costs are each turn's own (what it added to its \
+    "resumed = resumed + forked; a failed turn counts as failed, not under its kind. Costs are each turn's own (what it added to its \
      session; the CLI's totals are cumulative); unknown where the turn recorded none, never \
      counted as $0 (≥: some turns of that day unknown). \"replayed\" estimates the same turns \
      re-sending their history: stripped bytes/4 as tokens moved from cache reads (0.1x) to \
@@ -259,6 +270,7 @@ mod tests {
                 output: 5,
             }),
             cost_usd: Some(0.01),
+            exit: Some(0),
         }
     }
 

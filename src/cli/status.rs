@@ -265,6 +265,7 @@ mod tests {
                 output: 300,
             }),
             cost_usd: cost,
+            exit: Some(0),
         });
         Glance {
             version: "0.1.0".into(),

@@ -36,6 +36,9 @@ const BYTES_PER_TOKEN: i64 = 4;
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Totals {
     pub turns: i64,
+    /// Turns that failed (an error exit, or killed by a signal), whatever
+    /// their kind: counted here and not under the kinds.
+    pub failed: i64,
     pub resumed: i64,
     pub forked: i64,
     pub fresh: i64,
@@ -96,7 +99,9 @@ fn known_cost(cost: Option<f64>) -> Option<f64> {
 impl Totals {
     fn add(&mut self, r: &RunRow) {
         self.turns += 1;
+        let failed = r.exit.is_some_and(|e| e != 0);
         match r.kind.as_str() {
+            _ if failed => self.failed += 1,
             "resumed" => self.resumed += 1,
             "forked" => self.forked += 1,
             "fresh" => self.fresh += 1,
@@ -190,7 +195,22 @@ mod tests {
             bytes_sent: bytes.1,
             tokens,
             cost_usd: cost,
+            exit: Some(0),
         }
+    }
+
+    #[test]
+    fn failed_turns_are_counted_apart_from_their_kind() {
+        let mut api_error = row("d1", "fresh", (10, 10), tokens(0, 0, 0, 0), Some(0.0));
+        api_error.exit = Some(1);
+        let mut killed = row("d1", "resumed", (400, 40), None, None);
+        killed.exit = Some(-15);
+        let older = RunRow {
+            exit: None,
+            ..row("d1", "resumed", (400, 40), None, None)
+        };
+        let t = tally(&[api_error, killed, older]).total;
+        assert_eq!((t.turns, t.failed, t.fresh, t.resumed), (3, 2, 0, 1));
     }
 
     fn tokens(input: i64, cache_write: i64, cache_read: i64, output: i64) -> Option<Tokens> {

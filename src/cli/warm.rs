@@ -22,7 +22,8 @@ pub struct Warm {
 enum Action {
     /// List the live CLIs (the default).
     Status,
-    /// End the live CLI of SESSION, or all of them and the keeper.
+    /// End the live CLI of SESSION (its id or a unique prefix; an error when
+    /// it has none), or all of them and the keeper.
     Stop { session: Option<String> },
 }
 
@@ -45,13 +46,39 @@ impl Run for Warm {
                     }
                 }
                 let Some(mut k) = connect()? else {
+                    if let Some(s) = session {
+                        anyhow::bail!("no live CLI of session {s}: no keeper is running");
+                    }
                     writeln!(out, "no keeper is running: nothing to stop")?;
                     return Ok(());
                 };
-                k.stop(session.clone())?;
-                match session {
-                    Some(s) => writeln!(out, "ended the live CLI of {s} (if there was one)")?,
-                    None => writeln!(out, "ended every live CLI; the keeper exits")?,
+                let Some(given) = session else {
+                    let n = k.status()?.live.len();
+                    k.stop(None)?;
+                    writeln!(
+                        out,
+                        "ended {n} live CLI{}; the keeper exits",
+                        if n == 1 { "" } else { "s" }
+                    )?;
+                    return Ok(());
+                };
+                // Only what runs can be ended, and said to be.
+                let live = k.status()?.live;
+                let ids: Vec<String> = live.iter().map(|l| l.session.clone()).collect();
+                let s = super::id_prefix::resolve(given, &ids, "live CLI's session")
+                    .map_err(|e| anyhow::anyhow!("{e} (see `claude-shim warm status`)"))?;
+                let pid = live.iter().find(|l| l.session == s).map(|l| l.pid);
+                k.stop(Some(s.clone()))?;
+                let still = k
+                    .status()?
+                    .live
+                    .iter()
+                    .any(|l| l.session == s && l.state != "stopping");
+                match still {
+                    false => writeln!(out, "ended the live CLI of {s} (pid {})", pid.unwrap_or(0))?,
+                    true => anyhow::bail!(
+                        "the live CLI of {s} is answering a turn now; it was not ended (try again when it is idle)"
+                    ),
                 }
                 Ok(())
             }

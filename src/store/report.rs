@@ -17,6 +17,9 @@ pub struct RunRow {
     /// Usage of the result event; None when the turn printed none.
     pub tokens: Option<Tokens>,
     pub cost_usd: Option<f64>,
+    /// The exit status the caller got: a code, or −signal; None in rows
+    /// older shims wrote.
+    pub exit: Option<i64>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -140,7 +143,8 @@ impl Store {
         }
         let mut stmt = self.conn.prepare(
             "SELECT date(at, 'unixepoch', 'localtime'), kind, bytes_in, bytes_sent,
-                    input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd
+                    input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd,
+                    exit
              FROM runs WHERE at >= ?1 AND (?2 IS NULL OR cwd = ?2) ORDER BY at, id",
         )?;
         let rows = stmt.query_map(params![since, cwd], |r| {
@@ -151,6 +155,7 @@ impl Store {
                 bytes_sent: r.get(3)?,
                 tokens: tokens_at(r, 4)?,
                 cost_usd: r.get(8)?,
+                exit: r.get(9)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

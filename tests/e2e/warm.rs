@@ -892,3 +892,46 @@ fn no_ready_cli_when_turned_off() {
     assert_eq!(w.last_engine(), "live");
     finish(&w);
 }
+
+/// `warm stop SESSION` takes a prefix, says which live CLI it ended, and
+/// fails for a session that has none (it used to claim it ended one).
+#[test]
+fn warm_stop_of_one_session_is_truthful() {
+    let w = warmed();
+    let status = w.keeper_status();
+    let live = status["live"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["state"] == "idle")
+        .expect("an idle live CLI")
+        .clone();
+    let session = live["session"].as_str().unwrap().to_owned();
+    let stop = |arg: &str| {
+        let mut cmd = w.sb.manager();
+        cmd.args(["warm", "stop", arg]);
+        run(cmd, b"")
+    };
+    let none = stop("nonexist");
+    assert_eq!(none.status.code(), Some(1), "{}", describe(&none));
+    assert!(
+        none.err().contains("starts with \"nonexist\""),
+        "{}",
+        describe(&none)
+    );
+    assert!(none.out().is_empty(), "{}", describe(&none));
+    let ended = stop(&session[..8]);
+    assert!(ended.status.success(), "{}", describe(&ended));
+    assert!(
+        ended
+            .out()
+            .contains(&format!("ended the live CLI of {session}")),
+        "{}",
+        describe(&ended)
+    );
+    let pid = live["pid"].as_i64().unwrap() as i32;
+    eventually(Duration::from_secs(10), "it to end", || {
+        gone(pid).then_some(())
+    });
+    finish(&w);
+}

@@ -16,7 +16,7 @@ impl Pg {
         let rows = call!(self, "reading runs", |c| {
             c.q(
                 "SELECT at, kind, bytes_in, bytes_sent, input_tokens, cache_write_tokens,
-                        cache_read_tokens, output_tokens, cost_usd
+                        cache_read_tokens, output_tokens, cost_usd, exit
                  FROM runs WHERE at >= $1 AND ($2::TEXT IS NULL OR cwd = $2) ORDER BY at, id",
                 &[&since, &cwd],
             )
@@ -33,6 +33,7 @@ impl Pg {
                 bytes_sent: r.get(3),
                 tokens: Tokens::of_columns([r.get(4), r.get(5), r.get(6), r.get(7)]),
                 cost_usd: r.get(8),
+                exit: r.get::<_, Option<i32>>(9).map(i64::from),
             });
         }
         Ok(out)

@@ -168,6 +168,11 @@ fn bash_completes_subcommands_their_values_and_flags() {
         !got.iter().any(|g| g == "bash"),
         "--mode takes a mode, not a shell: {got:?}"
     );
+    // The hidden keeper is not for people to type.
+    let got = bash_complete(&s, &script, "claude-shim ");
+    assert!(!got.iter().any(|g| g == "keeper"), "{got:?}");
+    let got = bash_complete(&s, &script, "claude-shim k");
+    assert!(!got.iter().any(|g| g == "keeper"), "{got:?}");
 }
 
 #[test]
@@ -186,6 +191,8 @@ fn zsh_completes_subcommands_their_values_and_flags() {
     for (line, want) in cases {
         offers(&zsh_complete(&s, &dir, line), want, line);
     }
+    let got = zsh_complete(&s, &dir, "claude-shim ");
+    assert!(!got.iter().any(|g| g == "keeper"), "{got:?}");
 }
 
 #[test]

@@ -51,8 +51,21 @@ fn help_lists_every_subcommand_and_env_var() {
     let s = Sandbox::first_use();
     let help = ok(s.cli(&["--help"]));
     for (name, _) in claude_shim::env::ALL {
-        assert!(help.contains(name), "--help lacks {name}");
+        // Test knobs stay out of the help people read.
+        let test_knob = name.starts_with("CLAUDE_SHIM_TEST_");
+        assert_eq!(help.contains(name), !test_knob, "--help and {name}");
     }
+    // The commands people use come first; `run` (what alias mode calls)
+    // and the hidden keeper do not lead.
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(commands.first(), Some(&"explain"), "{help}");
+    assert!(!commands.contains(&"keeper"), "{help}");
     for sub in SUBCOMMANDS {
         assert!(help.contains(&format!("  {sub} ")), "--help lacks {sub}");
     }

@@ -82,12 +82,32 @@ fn forget_one_session() {
     );
     let o = run(s.cli(&["forget", S1]), Input::Null);
     assert_eq!(o.status.code(), Some(1), "unknown session is an error");
-    assert!(o.err().contains("no pins for session"), "{}", o.err());
+    assert!(
+        o.err().contains("no pinned session starts with"),
+        "{}",
+        o.err()
+    );
     assert!(
         s.claude_dir()
             .join(format!("projects/-w/{S1}.jsonl"))
             .exists(),
         "session files stay"
+    );
+}
+
+/// The tables print 8 characters of an id: any unique prefix names it.
+#[test]
+fn forget_takes_a_unique_prefix_of_the_id() {
+    let s = seeded();
+    let out = ok(s.cli(&["forget", &S2[..8]]));
+    assert!(out.contains("forgot"), "{out}");
+    assert_eq!(sessions(&pins_json(&s, &[])), [S3, S1]);
+    let o = run(s.cli(&["forget", "9"]), Input::Null);
+    assert_eq!(o.status.code(), Some(1), "{}", o.err());
+    assert!(
+        o.err().contains("no pinned session starts with"),
+        "{}",
+        o.err()
     );
 }
 
