@@ -174,8 +174,10 @@ const FOOTNOTE: &str =
     "resumed = resumed + forked; a failed turn counts as failed, not under its kind. Costs are each turn's own (what it added to its \
      session; the CLI's totals are cumulative); unknown where the turn recorded none, never \
      counted as $0 (≥: some turns of that day unknown). \"replayed\" estimates the same turns \
-     re-sending their history: stripped bytes/4 as tokens moved from cache reads (0.1x) to \
-     cache writes (1.25x), priced from each turn's own cost; saved tokens are those moved tokens \
+     re-sending their history as fresh calls: each would read only the prefix fresh calls \
+     share from the cache (the CLI's system prompt and tools, taken from this period's fresh \
+     turns) and write the rest anew, so those tokens move from cache reads (0.1x) to cache \
+     writes (1.25x), priced from each turn's own cost; saved tokens are those moved tokens \
      times 1.15, in input-token prices.";
 
 /// "1 turn" / "3 turns".

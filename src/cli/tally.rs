@@ -8,22 +8,24 @@
 //! to its session; the CLI's `total_cost_usd` is a running total over the
 //! whole session, across resumes and forks).
 //!
-//! The estimate, per turn: the bytes the shim stripped from the prompt
-//! (`bytes_in − bytes_sent`) are history the resumed session already held.
-//! At ~4 bytes a token that is `H = ⌈stripped / 4⌉` tokens. The turn read at
-//! most that much history from the prompt cache; replayed, the same tokens
-//! would have been new input, written to the cache instead. So
-//! `moved = min(H, cache_read)` tokens move from cache reads (0.1× the input
-//! price) to cache writes (1.25×, 5-minute cache). The price per input
-//! token comes from the turn's own cost, assuming output costs 5× input
-//! (true of the current Claude models):
-//! `price = cost / (input + 1.25·write + 0.1·read + 5·output)`, and
-//! `replay = cost + price · moved · (1.25 − 0.1)`, never below `cost`.
-//! Turns of unknown cost are left out of it, as of the actual cost; a turn
-//! of known cost but unknown usage replays at its own cost (nothing to
-//! move). It ignores the larger context a replay re-reads on later tool
-//! calls within the turn, so it tends to understate
-//! the saving. It is an estimate, labelled as one.
+//! The estimate, per continued turn: replayed, the same call would have
+//! read from the prompt cache only the prefix every fresh call shares (the
+//! CLI's system prompt and tools, `P`), and written everything after it
+//! anew: the transcript, and the environment block and reminders a fresh
+//! call writes each time. So of the turn's cache reads, `moved = read − P`
+//! tokens move to cache writes (1.25× the input price instead of 0.1×). `P`
+//! is what the fresh turns among those tallied read from the cache (their
+//! median); when none did (a cold cache), what a fresh turn wrote less its
+//! own prompt and `FRESH_OVERHEAD`. Without any fresh turn of known usage it
+//! falls back to the history the shim stripped (`⌈stripped / 4⌉` tokens, at
+//! most the reads), which understates. The price per input token comes from
+//! the turn's own cost, assuming output costs 5× input (true of the current
+//! Claude models): `price = cost / (input + 1.25·write + 0.1·read + 5·output)`,
+//! and `replay = cost + price · moved · (1.25 − 0.1)`, never below `cost`.
+//! Turns of unknown cost are left out of it, as of the actual cost. Checked
+//! against the CLI's own figures in `tests/e2e/costs.rs`
+//! (`the_saving_stats_reports_matches_what_the_cli_spent`). It is an
+//! estimate, labelled as one.
 
 use crate::store::report::RunRow;
 use serde::Serialize;
@@ -81,6 +83,9 @@ pub struct Day {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Tally {
+    /// The cached prefix fresh calls share, in tokens, as the estimate took
+    /// it (see `shared_prefix`); null when no fresh turn told it.
+    pub shared_prefix_tokens: Option<i64>,
     pub total: Totals,
     /// Days that had turns, oldest first.
     pub days: Vec<Day>,
@@ -97,7 +102,7 @@ fn known_cost(cost: Option<f64>) -> Option<f64> {
 }
 
 impl Totals {
-    fn add(&mut self, r: &RunRow) {
+    fn add(&mut self, r: &RunRow, prefix: Option<i64>) {
         self.turns += 1;
         let failed = r.exit.is_some_and(|e| e != 0);
         match r.kind.as_str() {
@@ -122,7 +127,14 @@ impl Totals {
                 add(&mut self.cache_read_tokens, t.cache_read);
                 add(&mut self.output_tokens, t.output);
                 let history = (stripped + BYTES_PER_TOKEN - 1) / BYTES_PER_TOKEN;
-                moved = history.min(t.cache_read).max(0);
+                moved = match prefix {
+                    // Replayed, the call reads only the prefix every fresh
+                    // call shares (system prompt, tools) from the cache and
+                    // writes all the rest anew.
+                    Some(p) if stripped > 0 => (t.cache_read - p).max(0),
+                    Some(_) => 0,
+                    None => history.min(t.cache_read).max(0),
+                };
                 add(&mut self.replay_cache_write_tokens, t.cache_write + moved);
                 add(&mut self.replay_cache_read_tokens, t.cache_read - moved);
                 add(
@@ -159,13 +171,15 @@ impl Totals {
 /// Add up rows (in time order) into totals and per-day totals.
 pub fn tally(rows: &[RunRow]) -> Tally {
     let mut t = Tally::default();
+    let prefix = shared_prefix(rows);
+    t.shared_prefix_tokens = prefix;
     for r in rows {
-        t.total.add(r);
+        t.total.add(r, prefix);
         match t.days.last_mut() {
-            Some(d) if d.day == r.day => d.totals.add(r),
+            Some(d) if d.day == r.day => d.totals.add(r, prefix),
             _ => {
                 let mut totals = Totals::default();
-                totals.add(r);
+                totals.add(r, prefix);
                 t.days.push(Day {
                     day: r.day.clone(),
                     totals,
@@ -175,6 +189,41 @@ pub fn tally(rows: &[RunRow]) -> Tally {
     }
     t
 }
+
+/// The cached prefix every fresh call of these turns shares (the CLI's
+/// system prompt and tools): what a fresh turn read from the cache (the
+/// median over those that read any), else what a fresh turn on a cold cache
+/// wrote, less its own message. `None`: no fresh turn of known usage.
+fn shared_prefix(rows: &[RunRow]) -> Option<i64> {
+    let fresh = || {
+        rows.iter()
+            .filter(|r| r.kind == "fresh" && r.exit.is_none_or(|e| e == 0))
+            .filter_map(|r| Some((r.tokens?, r.bytes_sent)))
+    };
+    let median = |mut v: Vec<i64>| {
+        v.sort_unstable();
+        v.get(v.len() / 2).copied()
+    };
+    let read: Vec<i64> = fresh()
+        .map(|(t, _)| t.cache_read)
+        .filter(|&n| n > 0)
+        .collect();
+    if !read.is_empty() {
+        return median(read);
+    }
+    median(
+        fresh()
+            .map(|(t, sent)| t.cache_write - sent / BYTES_PER_TOKEN - FRESH_OVERHEAD)
+            .filter(|&n| n > 0)
+            .collect(),
+    )
+}
+
+/// What a fresh call writes to the cache past the shared prefix besides its
+/// prompt: the environment block and system reminders, ~2,600 tokens on
+/// Claude Code 2.1.330 (measured against the loopback API server; more in a
+/// git repository, where the estimate then errs low).
+const FRESH_OVERHEAD: i64 = 2_600;
 
 #[cfg(test)]
 mod tests {

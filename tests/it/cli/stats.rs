@@ -36,7 +36,8 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64
             exit: 0,
             bytes_in: bytes.0,
             bytes_sent: bytes.1,
-            spent: spent(5000, 0.01),
+            // A fresh call reads only the prefix all fresh calls share.
+            spent: spent(if kind == Kind::Fresh { 1000 } else { 5000 }, 0.01),
             session: None,
             conv_key: None,
             engine: "cold",
@@ -94,7 +95,8 @@ fn counts_bytes_tokens_and_estimate_over_the_span() {
         .contains("not counted"));
     assert_eq!(t["bytes_in"], 22_800);
     assert_eq!(t["bytes_stripped"], 22_800 - 3_900);
-    assert_eq!(t["cache_read_tokens"], 6 * 5000);
+    assert_eq!(t["cache_read_tokens"], 5 * 5000 + 1000);
+    assert_eq!(v["shared_prefix_tokens"], 1000, "{v}");
     let cost = t["cost_usd"].as_f64().unwrap();
     let replay = t["replay_cost_usd"].as_f64().unwrap();
     assert!((cost - 0.06).abs() < 1e-9, "{cost}");
