@@ -4,7 +4,8 @@
 # shell, the scripts it starts and the IDEs launched from it all find the shim
 # as `claude`. Sourcing again moves it to the front instead of adding a copy.
 
-# The directory is single-quoted, so any `$` in it is meant literally.
+# The directory is quoted where it needs to be (single quotes), so any `$`
+# in it is meant literally.
 # shellcheck disable=SC2016
 __claude_shim_dir=__CLAUDE_SHIM_DIR__
 __claude_shim_path=":${PATH-}:"

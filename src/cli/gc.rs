@@ -100,8 +100,9 @@ impl Run for Gc {
             let would = store.count_prunable(&gone, pins_before, runs_before)?;
             writeln!(
                 out,
-                "would drop {} pin(s) ({} session(s) with files gone; older than {span_text} by {why}) \
-                 and {} runs row(s) older than {runs_text}",
+                "would drop {} pin(s) (of {} session(s) whose files are gone, or unused for \
+                 longer than the cutoff of {span_text}, set by {why}) and {} runs row(s) older \
+                 than {runs_text}",
                 would.pins,
                 gone.len(),
                 would.runs
@@ -114,13 +115,15 @@ impl Run for Gc {
         let size_after = crate::store::report::size_on_disk(&store.path);
         writeln!(
             out,
-            "dropped {} pin(s) ({} session(s) with files gone; older than {span_text} by {why})",
+            "dropped {} pin(s) (of {} session(s) whose files are gone, or unused for longer \
+             than the cutoff of {span_text}, set by {why})",
             removed.pins,
             gone.len()
         )?;
         writeln!(
             out,
-            "dropped {} conversation record(s) and {} runs row(s) older than {runs_text}",
+            "dropped {} session record(s) no pin needs any more, and {} runs row(s) (the data \
+             behind `stats` and `log`) older than {runs_text}",
             removed.sessions, removed.runs
         )?;
         writeln!(

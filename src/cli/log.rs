@@ -153,6 +153,7 @@ impl Run for Log {
                 ))
             )?;
         }
+        writeln!(out, "{}", view.style.dim(LEGEND))?;
         Ok(())
     }
 }
@@ -165,6 +166,13 @@ pub struct View<'a> {
     pub width: Option<usize>,
     pub style: Style,
 }
+
+/// What the kind column's words mean, under the table.
+const LEGEND: &str = "kind: fresh = a new session; resumed = the session continued; forked = \
+     continued from an earlier turn in a new session; fallback = the CLI refused the resume, \
+     rerun fresh; unchanged = run as called. Then: live = a Claude Code process kept for the \
+     next turn was started, warm = the turn ran in it, ready = it ran in one started ahead; \
+     exit N or a signal = the turn failed.";
 
 const CWD_MAX: usize = 28;
 const INDENT: &str = "  ";

@@ -1,18 +1,27 @@
 //! Quoting a word for a shell, for the scripts and the lines we print.
 
-/// POSIX sh / bash / zsh: single quotes, a quote inside as `'\''`.
-pub fn posix(s: &str) -> String {
-    if !s.is_empty()
+/// A word every shell reads as itself, unquoted.
+fn plain(s: &str) -> bool {
+    !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@%=".contains(&b))
-    {
+}
+
+/// POSIX sh / bash / zsh: bare when plain, else single quotes, a quote
+/// inside as `'\''`.
+pub fn posix(s: &str) -> String {
+    if plain(s) {
         return s.to_owned();
     }
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// fish: single quotes, where only `\` and `'` are escaped.
+/// fish: bare when plain, else single quotes, where only `\` and `'` are
+/// escaped.
 pub fn fish(s: &str) -> String {
+    if plain(s) {
+        return s.to_owned();
+    }
     format!("'{}'", s.replace('\\', r"\\").replace('\'', r"\'"))
 }
 
@@ -27,6 +36,7 @@ mod tests {
         assert_eq!(posix("a b"), "'a b'");
         assert_eq!(posix("it's $x"), r"'it'\''s $x'");
         assert_eq!(fish("a b"), "'a b'");
+        assert_eq!(fish("claude-shim"), "claude-shim");
         assert_eq!(fish(r"it's \ $x"), r"'it\'s \\ $x'");
     }
 }

@@ -130,7 +130,7 @@ mod tests {
         );
         assert_eq!(
             RcShell::Fish.line("claude-shim", Some(dir)),
-            r"'claude-shim' init fish --dir '/a b/it\'s' | source"
+            r"claude-shim init fish --dir '/a b/it\'s' | source"
         );
     }
 }

@@ -207,7 +207,12 @@ pub fn render(
         }),
         col("shim", false, 1, &shim_cell),
         col("branch", false, 7, &|r| {
-            r.git_branch.clone().unwrap_or_default()
+            // The CLI records `HEAD` outside a repository (and when
+            // detached): no branch to show.
+            r.git_branch
+                .clone()
+                .filter(|b| b != "HEAD")
+                .unwrap_or_default()
         }),
         col("version", false, 8, &|r| {
             r.version.clone().unwrap_or_default()
@@ -362,6 +367,14 @@ mod tests {
         ] {
             assert!(lines[2].contains(want), "{want:?} in {:?}", lines[2]);
         }
+    }
+
+    #[test]
+    fn head_is_no_branch() {
+        let mut r = row("6e8e0435-8e12-4245-aa25-f674ed4e97a7", "a title");
+        r.git_branch = Some("HEAD".into());
+        let t = text(&[r], &view(Some(200)));
+        assert!(!t.lines().nth(1).unwrap().contains("HEAD"), "{t}");
     }
 
     #[test]

@@ -176,7 +176,7 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
 
     let out = ok(s.cli(&["gc"]));
     assert!(out.contains("dropped 2 pin(s)"), "{out}");
-    assert!(out.contains("older than 30d"), "default cutoff: {out}");
+    assert!(out.contains("cutoff of 30d"), "default cutoff: {out}");
     assert!(out.contains("VACUUM"), "{out}");
     assert_eq!(sessions(&pins_json(&s, &[])), [S1, S2]);
     assert_eq!(count(&s, "SELECT COUNT(*) FROM pins"), 3);
