@@ -121,12 +121,7 @@ fn replay(way: Replay, turns: usize) -> (Vec<f64>, Option<(u64, u64)>) {
         .then(|| warm_memory(&sb))
         .flatten();
     if way == Replay::ShimWarm {
-        let mut stop = Command::new(support::shim_exe());
-        stop.args(["warm", "stop"])
-            .env_clear()
-            .env("HOME", &sb.home)
-            .env("CLAUDE_SHIM_HOME", &sb.shim_home);
-        let _ = run(stop, b"");
+        stop_keeper(&sb);
     }
     (times, memory)
 }
@@ -158,13 +153,18 @@ fn first_turns(conversations: usize) -> (Vec<f64>, usize) {
         .iter()
         .filter(|r| r.engine == "ready")
         .count();
+    stop_keeper(&sb);
+    (times, ready)
+}
+
+/// End the sandbox's live CLIs and its keeper.
+fn stop_keeper(sb: &Sandbox) {
     let mut stop = Command::new(support::shim_exe());
     stop.args(["warm", "stop"])
         .env_clear()
         .env("HOME", &sb.home)
         .env("CLAUDE_SHIM_HOME", &sb.shim_home);
     let _ = run(stop, b"");
-    (times, ready)
 }
 
 /// RSS of the live CLI and of the keeper (bytes).

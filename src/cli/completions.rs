@@ -20,18 +20,21 @@ pub struct Completions {
     pub install: bool,
 }
 
+/// The program the scripts complete (a clap command, not a process).
+const BIN: &str = "claude-shim";
+
 /// The script for `shell`.
 pub fn script(shell: Shell) -> Result<Vec<u8>> {
     let full = super::Cli::command();
     // Hidden commands (the keeper, which shims start) are not for people
     // to type: clap_complete offers them all, so they are left out here.
-    let mut cmd = clap::Command::new("claude-shim")
+    let mut cmd = clap::Command::new(BIN)
         .version(env!("CARGO_PKG_VERSION"))
         .args(full.get_arguments().cloned())
         .subcommands(full.get_subcommands().filter(|c| !c.is_hide_set()).cloned());
     // Into a buffer: `generate` panics when its writer fails (a closed pipe).
     let mut buf = Vec::new();
-    clap_complete::generate(shell, &mut cmd, "claude-shim", &mut buf);
+    clap_complete::generate(shell, &mut cmd, BIN, &mut buf);
     match shell {
         Shell::Bash => {
             let text = String::from_utf8(buf).context("clap_complete wrote non-UTF-8")?;

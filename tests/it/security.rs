@@ -83,6 +83,22 @@ fn data_dir_writable_by_others_is_refused_and_left_alone() {
     }
 }
 
+/// The keeper the priming turns started is the owner's own process: it
+/// ends, and writes its last lease changes, before the directory opens up
+/// (what a test measures is what the turns after it do there).
+fn end_the_owners_keeper(w: &Sandbox) {
+    let keeper = run(w.cli(&["warm", "status", "--json"]), Input::Null);
+    let keeper: serde_json::Value = serde_json::from_slice(&keeper.stdout).unwrap();
+    assert!(run(w.cli(&["warm", "stop"]), Input::Null).status.success());
+    if let Some(pid) = keeper["keeper"]["pid"].as_i64() {
+        eventually(
+            std::time::Duration::from_secs(15),
+            "the keeper to end",
+            || (!alive(pid as i32)).then_some(()),
+        );
+    }
+}
+
 /// Another local user who can write the data directory plants what would
 /// steer the shim: a `config.toml` naming their store (it would receive
 /// whole transcripts), a `keeper.sock` of their own (it would receive every
@@ -98,19 +114,7 @@ fn a_data_dir_open_to_others_is_never_read_written_or_connected_to() {
     let mut w = Sandbox::new();
     w.set_env("CLAUDE_SHIM_WARM", "1");
     let c = primed(&w);
-    // The keeper the priming turns started is the owner's own process: it
-    // ends, and writes its last lease changes, before the directory opens up
-    // (what is measured is what the turns below do there).
-    let keeper = run(w.cli(&["warm", "status", "--json"]), Input::Null);
-    let keeper: serde_json::Value = serde_json::from_slice(&keeper.stdout).unwrap();
-    assert!(run(w.cli(&["warm", "stop"]), Input::Null).status.success());
-    if let Some(pid) = keeper["keeper"]["pid"].as_i64() {
-        eventually(
-            std::time::Duration::from_secs(15),
-            "the keeper to end",
-            || (!alive(pid as i32)).then_some(()),
-        );
-    }
+    end_the_owners_keeper(&w);
     // Their store: a loopback listener that counts who connects.
     let store = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = store.local_addr().unwrap().port();
@@ -214,19 +218,7 @@ fn a_keeper_socket_of_another_user_gets_no_turn() {
     let mut w = Sandbox::new();
     w.set_env("CLAUDE_SHIM_WARM", "1");
     let c = primed(&w);
-    // The keeper the priming turns started is the owner's own process: it
-    // ends, and writes its last lease changes, before the directory opens up
-    // (what is measured is what the turns below do there).
-    let keeper = run(w.cli(&["warm", "status", "--json"]), Input::Null);
-    let keeper: serde_json::Value = serde_json::from_slice(&keeper.stdout).unwrap();
-    assert!(run(w.cli(&["warm", "stop"]), Input::Null).status.success());
-    if let Some(pid) = keeper["keeper"]["pid"].as_i64() {
-        eventually(
-            std::time::Duration::from_secs(15),
-            "the keeper to end",
-            || (!alive(pid as i32)).then_some(()),
-        );
-    }
+    end_the_owners_keeper(&w);
     let sock = w.shim_home.join("keeper.sock");
     let _ = std::fs::remove_file(&sock);
     let impostor = std::os::unix::net::UnixListener::bind(&sock).unwrap();
