@@ -153,7 +153,13 @@ impl Run for Log {
                 ))
             )?;
         }
-        writeln!(out, "{}", view.style.dim(LEGEND))?;
+        let legend = match view.width {
+            Some(w) => human::wrap(LEGEND, w),
+            None => vec![LEGEND.to_owned()],
+        };
+        for l in legend {
+            writeln!(out, "{}", view.style.dim(&l))?;
+        }
         Ok(())
     }
 }
@@ -279,6 +285,30 @@ pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Re
             *w = (*w).max(c.chars().count());
         }
     }
+    // On a terminal, fit its width: drop the cwd, then the tokens, then the
+    // session (`--json` has them all).
+    let mut shown = [true; 7];
+    let total = |shown: &[bool; 7]| -> usize {
+        let cols: Vec<usize> = (0..7).filter(|&i| shown[i]).map(|i| widths[i]).collect();
+        cols.iter().sum::<usize>() + 2 * cols.len().saturating_sub(1)
+    };
+    if let Some(w) = v.width {
+        for drop in [3, 5, 2] {
+            if total(&shown) <= w {
+                break;
+            }
+            shown[drop] = false;
+        }
+    }
+    let keep = |parts: Vec<String>| -> String {
+        parts
+            .into_iter()
+            .zip(shown)
+            .filter(|(_, s)| *s)
+            .map(|(p, _)| p)
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
     // Left-aligned text, right-aligned numbers.
     let right = [false, false, false, false, true, true, true];
     let line = |cells: &[String; 7]| -> Vec<String> {
@@ -296,14 +326,14 @@ pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Re
             })
             .collect()
     };
-    let head = line(&header.map(String::from)).join("  ");
+    let head = keep(line(&header.map(String::from)));
     writeln!(out, "{}", v.style.bold(head.trim_end()))?;
     let wrap_at = v.width.map(|w| w.saturating_sub(INDENT.len()).max(20));
     for (r, c) in rows.iter().zip(&cells) {
         let mut parts = line(c);
         let failed = failure(r.exit).is_some();
         parts[1] = paint_kind(v.style, &r.kind, failed, std::mem::take(&mut parts[1]));
-        writeln!(out, "{}", parts.join("  ").trim_end())?;
+        writeln!(out, "{}", keep(parts).trim_end())?;
         let why = r
             .why
             .as_deref()
@@ -492,5 +522,34 @@ mod tests {
         assert_eq!(failure(Some(-9)).as_deref(), Some("SIGKILL"));
         assert_eq!(failure(Some(0)), None);
         assert_eq!(failure(None), None);
+    }
+
+    #[test]
+    fn a_terminal_of_80_columns_gets_a_table_that_fits() {
+        let rows = [
+            row("2026-11-22 14:03", "resumed", Some("why")),
+            row("2026-11-20 09:30", "fresh", None),
+        ];
+        let wide = text(&rows, &view(Some(200)));
+        assert!(wide.contains("~/proj/app") && wide.contains("10/800/12,000/300"));
+        let narrow = text(&rows, &view(Some(80)));
+        for l in narrow.lines().filter(|l| !l.starts_with(INDENT)) {
+            if l.starts_with("kind:") {
+                continue;
+            }
+            assert!(
+                l.chars().count() <= 80,
+                "{} columns: {l:?}",
+                l.chars().count()
+            );
+        }
+        assert!(
+            !narrow.contains("~/proj/app"),
+            "the cwd goes first: {narrow}"
+        );
+        assert!(
+            narrow.contains("resumed") && narrow.contains("$0.0123"),
+            "{narrow}"
+        );
     }
 }

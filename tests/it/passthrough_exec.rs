@@ -357,8 +357,16 @@ fn manager_help_lists_every_env_var() {
     let help = ran.out();
     let vars = env_vars_in_sources();
     assert!(vars.len() >= 5, "found only {vars:?} in src/");
-    // The recursion guard is set by the shim for its children, not a knob.
-    for var in vars.iter().filter(|v| *v != "CLAUDE_SHIM_GUARD") {
+    assert!(
+        !help.contains("CLAUDE_SHIM_TEST_"),
+        "test hooks are no knob for people:\n{help}"
+    );
+    // The recursion guard is set by the shim for its children, and
+    // CLAUDE_SHIM_TEST_* are hooks for this suite: neither is a knob.
+    for var in vars
+        .iter()
+        .filter(|v| *v != "CLAUDE_SHIM_GUARD" && !v.starts_with("CLAUDE_SHIM_TEST_"))
+    {
         assert!(
             help.contains(var.as_str()),
             "{var} missing from --help:\n{help}"
