@@ -6,7 +6,7 @@
 use crate::dialect::Role;
 use crate::invocation::{self, Class, InputFormat, Managed, Mode, OutputFormat, Policy};
 use crate::prompt::{self, Prompt, SliceChunks};
-use crate::turn::lookup::{self, Place, Query};
+use crate::turn::lookup::{self, Place};
 use crate::turn::plan::{self, How, Plan};
 use crate::turn::understand::{self, Understood};
 use crate::turn::why::Reason;
@@ -58,6 +58,9 @@ pub struct Report {
     pub ephemeral: Option<bool>,
     pub prompt_bytes: usize,
     pub dialect: Option<&'static str>,
+    /// Which rule recognised the conversation: a dialect, or the earlier
+    /// run it continues by content.
+    pub rule: Option<String>,
     pub recognised: bool,
     pub why_not_recognised: Option<String>,
     pub preamble: Option<String>,
@@ -209,9 +212,10 @@ pub fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Report> {
         });
         return Ok(report);
     };
-    describe_conversation(&mut report, &u);
-    match lookup_plan(&managed, &u) {
-        Ok((place, found, caps, plan)) => {
+    let looked = lookup_plan(&managed, u, prompt.text().as_deref());
+    match looked {
+        Ok((place, u, found, caps, plan)) => {
+            describe_conversation(&mut report, &u);
             let send_preamble = env::preamble_keep() || found.preamble_changed;
             let a = attempt::attempt(&plan, &u.conv, send_preamble, &prompt, &args, managed.input);
             report.identity = Some(IdentityView {
@@ -232,7 +236,8 @@ pub fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Report> {
             report.plan = Some(plan_view(&plan, Reason::of(&plan, found.busy)));
             sent(&mut report, &a, &prompt);
         }
-        Err(e) => {
+        Err((e, u)) => {
+            describe_conversation(&mut report, &u);
             report.store_error = Some(format!("{e:#}"));
             report.plan = Some(PlanView {
                 kind: "unchanged",
@@ -250,6 +255,7 @@ fn describe_conversation(report: &mut Report, u: &Understood) {
     let conv = &u.conv;
     report.recognised = u.unrecognised.is_none();
     report.dialect = report.recognised.then_some(conv.dialect);
+    report.rule = report.recognised.then(|| conv.rule());
     report.why_not_recognised = u.unrecognised.clone();
     report.preamble = conv.preamble.as_deref().map(preview);
     report.prior_turns = conv
@@ -321,24 +327,45 @@ fn prompt_of(m: &Managed, input: Option<&Path>) -> Result<Prompt> {
     })
 }
 
+type Looked = (
+    Place,
+    Understood,
+    lookup::Found,
+    crate::probe::Capabilities,
+    Plan,
+);
+
+/// As a turn looks: by content too, then the pin and the plan. On failure,
+/// the conversation as understood without the store.
 fn lookup_plan(
     m: &Managed,
-    u: &Understood,
-) -> Result<(Place, lookup::Found, crate::probe::Capabilities, Plan)> {
-    let place = Place::here()?;
-    let real = locate::real_claude(Path::new("claude-shim"))?;
-    let guard = format!("1:{}", std::process::id());
-    let caps = place.capabilities(&real, &guard)?;
-    let found = lookup::lookup(
+    u: Understood,
+    text: Option<&str>,
+) -> std::result::Result<Looked, (anyhow::Error, Understood)> {
+    let place = match Place::here() {
+        Ok(p) => p,
+        Err(e) => return Err((e, u)),
+    };
+    let caps = match locate::real_claude(Path::new("claude-shim"))
+        .map_err(anyhow::Error::from)
+        .and_then(|real| {
+            let guard = format!("1:{}", std::process::id());
+            place.capabilities(&real, &guard)
+        }) {
+        Ok(c) => c,
+        Err(e) => return Err((e, u)),
+    };
+    let (u, found) = match crate::turn::content::look(
         &place,
-        &Query {
-            args: &m.args,
-            conv: &u.conv,
-            unrecognised: u.unrecognised.as_deref(),
-            caps: &caps,
-        },
+        &m.args,
+        &caps,
+        text,
+        u.clone(),
         lookup::Mode::DryRun,
-    )?;
+    ) {
+        Ok(looked) => looked,
+        Err(e) => return Err((e, u)),
+    };
     let plan = plan::plan(plan::Facts {
         caller_session: m.caller_resume.clone(),
         forced_fresh: env::fresh(),
@@ -348,7 +375,7 @@ fn lookup_plan(
         max_compactions: env::max_compactions(),
         interrupted: None,
     });
-    Ok((place, found, caps, plan))
+    Ok((place, u, found, caps, plan))
 }
 
 fn preview(text: &str) -> String {
@@ -383,7 +410,10 @@ fn human(r: &Report) -> String {
         }
     ));
     match (&r.dialect, &r.why_not_recognised) {
-        (Some(d), _) => out.push_str(&format!("dialect:   {d}\n")),
+        (Some(_), _) => out.push_str(&format!(
+            "dialect:   {}\n",
+            r.rule.as_deref().unwrap_or("-").trim_start_matches("dialect ")
+        )),
         (None, Some(why)) => out.push_str(&format!("dialect:   none ({why})\n")),
         (None, None) => {}
     }

@@ -308,10 +308,8 @@ impl ReplyHash {
     }
 }
 
-/// Every form of this run's reply a client may replay: the final result (or
-/// printed text), and all assistant text blocks joined with and without
-/// separators.
-pub fn reply_hashes(obs: &Observation) -> Vec<ReplyHash> {
+/// The texts of [`reply_hashes`]: each form once, none empty.
+pub fn reply_forms(obs: &Observation) -> Vec<String> {
     let mut forms: Vec<String> = Vec::new();
     if let Some(reply) = obs.reply() {
         forms.push(reply.to_owned());
@@ -320,11 +318,17 @@ pub fn reply_hashes(obs: &Observation) -> Vec<ReplyHash> {
         forms.push(obs.assistant_texts.concat());
         forms.push(obs.assistant_texts.join("\n"));
     }
-    let mut hashes: Vec<ReplyHash> = forms
-        .iter()
-        .filter(|f| !normalize_reply(f).is_empty())
-        .map(|f| ReplyHash::of(f))
-        .collect();
+    forms.retain(|f| !normalize_reply(f).is_empty());
+    let mut seen = std::collections::HashSet::new();
+    forms.retain(|f| seen.insert(f.clone()));
+    forms
+}
+
+/// Every form of this run's reply a client may replay: the final result (or
+/// printed text), and all assistant text blocks joined with and without
+/// separators.
+pub fn reply_hashes(obs: &Observation) -> Vec<ReplyHash> {
+    let mut hashes: Vec<ReplyHash> = reply_forms(obs).iter().map(|f| ReplyHash::of(f)).collect();
     hashes.sort();
     hashes.dedup();
     hashes

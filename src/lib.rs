@@ -17,6 +17,9 @@ pub mod passthrough;
 pub mod shim;
 
 // One managed turn.
+/// Continuation by content: a prompt that holds an earlier run's prompt and
+/// reply, then something new.
+pub mod continuation;
 /// The call's own cost in the results the caller reads.
 pub mod cost;
 /// Transcript dialects → conversation.

@@ -314,9 +314,12 @@ pub fn user_line_messages(lines: &[&[u8]]) -> Option<Vec<Value>> {
 /// rewritten). The line is parsed once.
 fn user_line(line: &[u8]) -> Option<Option<String>> {
     match Event::parse(line)? {
+        // Several text blocks read as one text, a blank line between them
+        // (a client may send a preamble block, then a block per turn).
         Event::User(u) => Some(match u.message.content.texts()[..] {
+            [] => None,
             [only] => Some(only.to_owned()),
-            _ => None,
+            ref several => Some(several.join("\n\n")),
         }),
         _ => None,
     }
@@ -335,11 +338,17 @@ pub fn replace_stream_text(line: &[u8], text: &str) -> Option<Vec<u8>> {
     if content.is_string() {
         *content = Value::String(text.to_owned());
     } else {
-        let block = content
-            .as_array_mut()?
-            .iter_mut()
-            .find(|b| b.get("type").and_then(Value::as_str) == Some("text"))?;
-        block["text"] = Value::String(text.to_owned());
+        // The first text block carries the text; other text blocks go (they
+        // were read as part of it), other blocks stay.
+        let blocks = content.as_array_mut()?;
+        let is_text = |b: &Value| b.get("type").and_then(Value::as_str) == Some("text");
+        let first = blocks.iter().position(is_text)?;
+        blocks[first]["text"] = Value::String(text.to_owned());
+        let mut i = 0;
+        blocks.retain(|b| {
+            i += 1;
+            i - 1 == first || !is_text(b)
+        });
     }
     let mut out = serde_json::to_vec(&v).ok()?;
     if line.ends_with(b"\n") {
@@ -493,7 +502,7 @@ mod tests {
             ),
             (
                 r#"{"type":"user","message":{"content":[{"type":"text","text":"x"},{"type":"text","text":"y"}]}}"#,
-                None,
+                Some("x\n\ny"),
             ),
             (r#"{"type":"user","message":{"content":[]}}"#, None),
             ("not json", None),
@@ -514,5 +523,12 @@ mod tests {
         assert_eq!(v["session_id"], "");
         assert!(v["parent_tool_use_id"].is_null());
         assert!(out.ends_with(b"\n"));
+        // Several text blocks: the text in the first, the others gone.
+        let line = br#"{"type":"user","message":{"content":[{"type":"text","text":"a"},{"type":"image","source":{}},{"type":"text","text":"b"}]}}"#;
+        let v: Value = serde_json::from_slice(&replace_stream_text(line, "new").unwrap()).unwrap();
+        assert_eq!(
+            v["message"]["content"],
+            serde_json::json!([{"type":"text","text":"new"},{"type":"image","source":{}}])
+        );
     }
 }

@@ -61,6 +61,23 @@ fn marker(line: &str) -> Option<Marker<'_>> {
     })
 }
 
+/// `body` without the `</user>` (or `</assistant>`, …) that closes it, as
+/// an xml-ish transcript writes: `<user>q</user>`.
+fn without_closing_tag(body: &str, role: Role) -> &str {
+    let words = match role {
+        Role::User => USER_WORDS,
+        Role::Assistant => ASSISTANT_WORDS,
+    };
+    let Some(open) = body.strip_suffix('>').and_then(|b| b.rfind("</")) else {
+        return body;
+    };
+    let name = body[open + 2..body.len() - 1].to_ascii_lowercase();
+    match words.contains(&name.as_str()) {
+        true => &body[..open],
+        false => body,
+    }
+}
+
 impl Dialect for Generic {
     fn name(&self) -> &'static str {
         "generic"
@@ -99,9 +116,10 @@ impl Dialect for Generic {
                 body.push('\n');
                 body.push_str(l);
             }
+            let body = body.trim();
             parsed.push(Turn {
                 role: m.role,
-                text: body.trim().to_owned(),
+                text: without_closing_tag(body, m.role).trim().to_owned(),
             });
         }
         let preamble = lines[..turns[0].0].join("\n").trim().to_owned();
@@ -133,6 +151,8 @@ mod tests {
             "**User:** u1\n\n**Assistant:** a1\n\n**User:** u2",
             "Me: u1\nAI: a1\nMe: u2",
             "<user>\nu1\n<assistant>\na1\n<user>\nu2",
+            "<user>u1</user>\n<assistant>a1</assistant>\n<user>u2</user>",
+            "<user>\nu1\n</user>\n<assistant>\na1\n</assistant>\n<user>\nu2\n</user>",
         ];
         for p in cases {
             let c = GENERIC.parse(p).unwrap_or_else(|| panic!("{p:?}"));
@@ -153,6 +173,9 @@ mod tests {
         ] {
             assert_eq!(GENERIC.parse(bad), None, "{bad:?}");
         }
+        // A closing tag that is no role's stays in the text.
+        let c = GENERIC.parse("<user>u1</b>\n<assistant>a1</assistant>\n<user>u2</user>").unwrap();
+        assert_eq!(c.prior[0].text, "u1</b>");
         let first = GENERIC.parse("[User]\nfirst question").unwrap();
         assert_eq!(
             (first.has_history(), first.current.as_str()),

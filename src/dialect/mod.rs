@@ -36,6 +36,23 @@ pub struct Conversation {
     /// dialect's own shape: without and with the preamble.
     pub delta: String,
     pub delta_with_preamble: String,
+    /// Set when no dialect read the prompt but it continues an earlier run
+    /// by content: `prior` then holds only that run's reply as replayed.
+    pub continued: Option<Continued>,
+}
+
+/// The earlier run a prompt continues by content (see `crate::continuation`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Continued {
+    /// The pin of that run.
+    pub pin: i64,
+    /// That pin's chain: what this turn's chain extends.
+    pub chain: crate::identity::Chain,
+    /// User turns up to that run.
+    pub turns: usize,
+    /// The session that run's pin points to.
+    pub session: String,
+    pub conv_key: Option<crate::identity::ConvKey>,
 }
 
 impl Conversation {
@@ -58,6 +75,36 @@ impl Conversation {
             current,
             suffix: None,
             delta_with_preamble,
+            continued: None,
+        }
+    }
+
+    /// The part of `prompt` after an earlier run's `reply` that continues it.
+    pub fn continuing(continued: Continued, reply: &str, delta: &str) -> Conversation {
+        let mut c = Conversation::new(
+            "content",
+            None,
+            vec![Turn {
+                role: Role::Assistant,
+                text: reply.to_owned(),
+            }],
+            delta.to_owned(),
+        );
+        c.continued = Some(continued);
+        c
+    }
+
+    /// How the conversation was recognised, for people: a dialect's name,
+    /// or the run it continues.
+    pub fn rule(&self) -> String {
+        match &self.continued {
+            Some(c) => format!(
+                "continues run {} by content (turn {} of session {})",
+                c.pin,
+                c.turns,
+                c.session.get(..8).unwrap_or(&c.session)
+            ),
+            None => format!("dialect {}", self.dialect),
         }
     }
 

@@ -70,6 +70,13 @@ const MIGRATIONS: &[&str] = &[
     // ephemeral sessions every turn makes reads only those.
     "CREATE INDEX pins_by_node ON pins(node);
      CREATE INDEX sessions_ephemeral ON sessions(used_at) WHERE ephemeral = 1;",
+    // 8: continuation by content: a pin keeps the prompt its run was given
+    // and the reply forms it got, for the next turn to be matched against
+    // (see `crate::continuation`); `continues` is the pin that run continued.
+    "ALTER TABLE pins ADD COLUMN prompt TEXT;
+     ALTER TABLE pins ADD COLUMN replies TEXT;
+     ALTER TABLE pins ADD COLUMN continues INTEGER;
+     CREATE INDEX pins_prompted ON pins(scope, id) WHERE prompt IS NOT NULL;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

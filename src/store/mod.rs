@@ -13,6 +13,7 @@ pub mod listing;
 mod migrations;
 pub mod pins;
 pub mod postgres;
+pub mod prompts;
 pub mod report;
 pub mod runs;
 pub mod scans;

@@ -106,25 +106,35 @@ pub struct Found {
 /// ending (at most 4 s), rather than branching.
 const DRAIN_WAIT: Duration = Duration::from_secs(5);
 
-pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
+/// Where and with what this turn runs: its scope, part by part.
+pub fn scope_of(place: &Place, args: &ParsedArgs, caps: &Capabilities) -> ScopeParts {
     let config = place.config_dir.to_string_lossy();
     let shared = place.store.lock().is_shared();
     let input = ScopeInput {
         cwd: &place.cwd,
         config_dir: crate::identity::config_dir_in_scope(&config, shared),
-        binary: &q.caps.version,
-        args: q.args,
+        binary: &caps.version,
+        args,
     };
-    let parts = ScopeParts::of(&input, |p| std::fs::read(p).ok());
+    ScopeParts::of(&input, |p| std::fs::read(p).ok())
+}
+
+pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
+    let shared = place.store.lock().is_shared();
+    let parts = scope_of(place, q.args, q.caps);
     let scope = parts.scope();
     // The node: every prior turn, earlier replies included, but the last
-    // reply, which is the proof of receipt.
+    // reply, which is the proof of receipt. A prompt recognised by content
+    // names the chain it continues instead.
     let prior = &q.conv.prior;
     let (before_last, last_reply) = match prior.split_last() {
         Some((t, rest)) if t.role == Role::Assistant => (rest, Some(t.text.as_str())),
         _ => (&prior[..], None),
     };
-    let lookup_chain = Chain::of(before_last);
+    let lookup_chain = match &q.conv.continued {
+        Some(c) => c.chain.clone(),
+        None => Chain::of(before_last),
+    };
     let base = match last_reply {
         Some(reply) => lookup_chain.reply(reply),
         None => lookup_chain.clone(),

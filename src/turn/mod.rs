@@ -21,6 +21,7 @@ pub mod lookup;
 pub mod plan;
 pub mod record;
 pub mod understand;
+pub mod content;
 pub mod warm;
 pub mod why;
 
@@ -32,7 +33,7 @@ use crate::store::runs::{Kind, Run, Spent};
 use crate::store::Store;
 use crate::{debug, env, error, sessions};
 pub use attempt::Attempt;
-use lookup::{Mode, Place, Query};
+use lookup::{Mode, Place};
 use plan::{How, Plan, Why};
 use record::{PinContext, Recorder};
 use std::ffi::OsString;
@@ -272,14 +273,13 @@ fn prepare(
     }
     let place = Place::here()?;
     let caps = place.capabilities(ctx.real, ctx.guard)?;
-    let found = lookup::lookup(
+    let text = prompt.text();
+    let (u, found) = content::look(
         &place,
-        &Query {
-            args: &ctx.managed.args,
-            conv: &u.conv,
-            unrecognised: u.unrecognised.as_deref(),
-            caps: &caps,
-        },
+        &ctx.managed.args,
+        &caps,
+        text.as_deref(),
+        u,
         Mode::Turn,
     )?;
     let turn = TurnKey::of(&found, &u.conv);
@@ -310,7 +310,10 @@ fn prepare(
         }
     }
     debug!("plan: {plan:?}");
-    let reason = Reason::of(&plan, found.busy);
+    let mut reason = Reason::of(&plan, found.busy);
+    if matches!(plan, Plan::Resume { .. }) {
+        reason.text = format!("{}; recognised by {}", reason.text, u.conv.rule());
+    }
     let send_preamble = env::preamble_keep() || found.preamble_changed;
     let input = ctx.managed.input;
     let mut attempt = attempt::attempt(&plan, &u.conv, send_preamble, prompt, args, input);
@@ -353,6 +356,7 @@ fn prepare(
         found.parts.clone(),
         found.base.clone(),
         &u.conv,
+        prompt.text().as_deref(),
         &place.cwd,
         &config_dir,
         ownership,

@@ -30,6 +30,16 @@ pub struct PinContext {
     pub cwd: String,
     pub config_dir: String,
     pub ownership: Ownership,
+    /// The prompt to keep with the pin, for a next turn recognised by
+    /// content: kept for first turns and for turns so recognised.
+    pub keep: Option<KeepPrompt>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeepPrompt {
+    pub prompt: std::sync::Arc<str>,
+    /// The pin this turn continued by content.
+    pub continues: Option<i64>,
 }
 
 impl PinContext {
@@ -38,22 +48,42 @@ impl PinContext {
         parts: ScopeParts,
         base: Chain,
         conv: &Conversation,
+        prompt: Option<&str>,
         cwd: &str,
         config_dir: &str,
         ownership: Ownership,
     ) -> PinContext {
         let first = conv.prior_user_turns().next().unwrap_or(&conv.current);
+        let (turns, conv_key) = match &conv.continued {
+            Some(c) => (c.turns + 1, c.conv_key.clone()),
+            None => (
+                conv.prior_user_turns().count() + 1,
+                Some(ConvKey::of(first)),
+            ),
+        };
+        let keep = match (&conv.continued, conv.has_history(), prompt) {
+            (Some(c), _, Some(p)) => Some(KeepPrompt {
+                prompt: p.into(),
+                continues: Some(c.pin),
+            }),
+            (None, false, Some(p)) => Some(KeepPrompt {
+                prompt: p.into(),
+                continues: None,
+            }),
+            _ => None,
+        };
         PinContext {
             scope,
             parts,
             base,
             current: conv.current.clone(),
-            turns: conv.prior_user_turns().count() + 1,
+            turns,
             preamble: PreambleHash::of(conv.preamble.as_deref()),
-            conv_key: Some(ConvKey::of(first)),
+            conv_key,
             cwd: cwd.to_owned(),
             config_dir: config_dir.to_owned(),
             ownership,
+            keep,
         }
     }
 }
@@ -287,11 +317,27 @@ impl Recorder {
                     Ok(id) => {
                         debug!("pinned {} turns → {}", pin.turns, pin.session);
                         st.pinned = Some(id);
+                        self.keep_prompt(id, obs);
                     }
                     Err(e) => error!("pinning failed: {e:#}"),
                 }
             }
             Err(why) => debug!("not pinned: {why:?}"),
+        }
+    }
+
+    fn keep_prompt(&self, pin: i64, obs: &Observation) {
+        let Some(keep) = &self.ctx.keep else {
+            return;
+        };
+        let replies = identity::reply_forms(obs);
+        let kept = crate::store::prompts::Kept {
+            prompt: &keep.prompt,
+            replies: &replies,
+            continues: keep.continues,
+        };
+        if let Err(e) = self.store.lock().keep_prompt(pin, &self.ctx.scope, &kept) {
+            error!("keeping the prompt of pin {pin}: {e:#}");
         }
     }
 
@@ -338,6 +384,7 @@ mod tests {
             parts,
             base,
             &conv,
+            None,
             "/w",
             "/c",
             Ownership::Kept,

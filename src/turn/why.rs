@@ -129,7 +129,7 @@ impl Reason {
     pub fn not_text() -> Reason {
         Reason::new(
             "not-text",
-            "the prompt is not text the shim can read (binary, several text blocks, or no user message)",
+            "the prompt is not text the shim can read (binary, or no user message)",
         )
     }
 

@@ -58,7 +58,13 @@ fn conversation_on(server: ApiServer, client: &Case) {
             "{}: one request per turn",
             client.name
         );
-        let texts = requests[turn - 1].user_texts();
+        // One text per user message (a message may hold several blocks).
+        let texts: Vec<String> = requests[turn - 1]
+            .texts_by_message("user")
+            .into_iter()
+            .map(|blocks| blocks.join("\n"))
+            .filter(|t| !t.is_empty())
+            .collect();
         if turn > 1 {
             assert_eq!(
                 texts.len(),
@@ -280,4 +286,32 @@ fn agent_sdk_caller_resume_with_replayed_transcript() {
     // And the last request carried the history once.
     let texts = server.main_requests().last().unwrap().user_texts();
     assert_eq!(texts.len(), TURNS, "{texts:#?}");
+}
+
+/// A fixed marker line before each earlier reply and bare user turns: no
+/// dialect reads it, continuation by content does.
+#[test]
+fn assistant_marker_lines_by_content() {
+    conversation(&Case {
+        name: "marker",
+        client: Client::AssistantMarker,
+    });
+}
+
+/// One stream-json message of several text blocks, sent on as one block.
+#[test]
+fn several_text_blocks_in_one_stream_json_message() {
+    conversation(&Case {
+        name: "blocks",
+        client: Client::MultiBlock,
+    });
+}
+
+/// `<user>…</user>` transcripts: closing tags are not part of the text.
+#[test]
+fn xml_tags_with_closing_tags() {
+    conversation(&Case {
+        name: "xmltags",
+        client: Client::XmlTags,
+    });
 }

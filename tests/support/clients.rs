@@ -152,6 +152,14 @@ pub enum Client {
     StreamLines,
     /// `[User]`/`[Assistant]` labels (the generic recogniser), stdin.
     Bracket,
+    /// A fixed marker line before each earlier reply, user turns bare: no
+    /// dialect reads it; continuation by content does. Stdin, text output.
+    AssistantMarker,
+    /// One stream-json user message of several text blocks: a preamble
+    /// block, then a block per turn with its own bracketed label.
+    MultiBlock,
+    /// `<user>…</user>` / `<assistant>…</assistant>`, stdin, text output.
+    XmlTags,
 }
 
 /// Where a client puts its prompt.
@@ -165,19 +173,28 @@ enum Delivery {
 impl Client {
     fn shape(self) -> (&'static [&'static str], Delivery) {
         match self {
-            Client::Wrapper | Client::Bracket => (&["-p"], Delivery::Stdin),
+            Client::Wrapper | Client::Bracket | Client::AssistantMarker | Client::XmlTags => {
+                (&["-p"], Delivery::Stdin)
+            }
             Client::Relay => (&["-p", "--output-format", "text"], Delivery::Stdin),
             Client::LangChain => (LANGCHAIN_ARGS, Delivery::AfterDashes),
             Client::OpenDesign => (OPEN_DESIGN_ARGS, Delivery::Stdin),
             Client::MaxProxy => (MAXPROXY_ARGS, Delivery::Positional),
             Client::Cline | Client::Roo => (CLINE_ARGS, Delivery::Stdin),
-            Client::StreamLines => (LINES_ARGS, Delivery::Stdin),
+            Client::StreamLines | Client::MultiBlock => (LINES_ARGS, Delivery::Stdin),
         }
     }
 
     /// Whether it reads stream-json output (else: text).
     pub fn streams(self) -> bool {
-        !matches!(self, Client::Wrapper | Client::Relay | Client::Bracket)
+        !matches!(
+            self,
+            Client::Wrapper
+                | Client::Relay
+                | Client::Bracket
+                | Client::AssistantMarker
+                | Client::XmlTags
+        )
     }
 
     /// The prompt (stdin bytes or the positional argument) for `current`
@@ -235,6 +252,34 @@ impl Client {
                 }
                 parts.push(format!("[User]\n{cur}"));
                 parts.join("\n\n")
+            }
+            Client::AssistantMarker => {
+                let mut parts = Vec::new();
+                for (u, a) in h {
+                    parts.push(u.clone());
+                    parts.push(format!("--- previous reply ---\n{a}"));
+                }
+                parts.push(cur.to_owned());
+                parts.join("\n\n")
+            }
+            Client::MultiBlock => {
+                let mut blocks = vec![json!({"type": "text", "text": "Continue this chat."})];
+                for (u, a) in h {
+                    blocks.push(json!({"type": "text", "text": format!("[user] {u}")}));
+                    blocks.push(json!({"type": "text", "text": format!("[assistant] {a}")}));
+                }
+                blocks.push(json!({"type": "text", "text": format!("[user] {cur}")}));
+                let line = json!({"type": "user", "message": {"role": "user", "content": blocks}});
+                format!("{line}\n")
+            }
+            Client::XmlTags => {
+                let mut parts = Vec::new();
+                for (u, a) in h {
+                    parts.push(format!("<user>{u}</user>"));
+                    parts.push(format!("<assistant>{a}</assistant>"));
+                }
+                parts.push(format!("<user>{cur}</user>"));
+                parts.join("\n")
             }
         }
     }

@@ -86,6 +86,11 @@ const MIGRATIONS: &[&str] = &[
     // read through an index, not a scan of all sessions.
     "CREATE INDEX attempts_started ON attempts(started_at);
      CREATE INDEX sessions_ephemeral ON sessions(used_at) WHERE ephemeral;",
+    // 4: continuation by content (SQLite step 8).
+    "ALTER TABLE pins ADD COLUMN prompt TEXT;
+     ALTER TABLE pins ADD COLUMN replies TEXT;
+     ALTER TABLE pins ADD COLUMN continues BIGINT;
+     CREATE INDEX pins_prompted ON pins(scope, id) WHERE prompt IS NOT NULL;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

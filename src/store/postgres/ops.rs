@@ -115,6 +115,77 @@ impl Pg {
         })
     }
 
+    pub fn keep_prompt(
+        &mut self,
+        pin: i64,
+        scope: &crate::identity::Scope,
+        prompt: &str,
+        replies: &str,
+        continues: Option<i64>,
+    ) -> Result<()> {
+        let per_scope = crate::store::prompts::PER_SCOPE;
+        call!(self, "keeping a prompt", |c| {
+            c.x(
+                "WITH k AS (UPDATE pins SET prompt = $2, replies = $3, continues = $4
+                            WHERE id = $1),
+                      g AS (UPDATE pins SET prompt = NULL, replies = NULL
+                            WHERE id = (SELECT continues FROM pins WHERE id = $4))
+                 UPDATE pins SET prompt = NULL, replies = NULL
+                 WHERE scope = $5 AND prompt IS NOT NULL AND id <= (
+                    SELECT id FROM pins WHERE scope = $5 AND prompt IS NOT NULL
+                    ORDER BY id DESC LIMIT 1 OFFSET $6)",
+                &[
+                    &pin,
+                    &prompt,
+                    &replies,
+                    &continues,
+                    &scope.as_str(),
+                    &per_scope,
+                ],
+            )
+            .await
+        })?;
+        Ok(())
+    }
+
+    pub fn prompted(
+        &mut self,
+        scope: &crate::identity::Scope,
+        limit: i64,
+    ) -> Result<Vec<crate::store::prompts::Prompted>> {
+        let rows = call!(self, "finding kept prompts", |c| {
+            c.q(
+                "SELECT id, chain, session, turns, conv_key, octet_length(prompt)::BIGINT, replies
+                 FROM pins
+                 WHERE scope = $1 AND prompt IS NOT NULL ORDER BY id DESC LIMIT $2",
+                &[&scope.as_str(), &limit],
+            )
+            .await
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                crate::store::prompts::prompted_row(
+                    r.get(0),
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                    r.get(5),
+                    r.get(6),
+                )
+            })
+            .collect())
+    }
+
+    pub fn prompt_of(&mut self, pin: i64) -> Result<Option<String>> {
+        let row = call!(self, "reading a kept prompt", |c| {
+            c.q_opt("SELECT prompt FROM pins WHERE id = $1", &[&pin])
+                .await
+        })?;
+        Ok(row.and_then(|r| r.get::<_, Option<String>>(0)))
+    }
+
     pub fn unpin(&mut self, id: i64, session: &str, head: Option<&str>) -> Result<()> {
         call!(self, "taking a pin back", |c| {
             c.x(

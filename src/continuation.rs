@@ -1,0 +1,390 @@
+//! Continuation by content: a prompt that holds what the shim sent earlier
+//! and the reply it got, then something new, continues that conversation,
+//! whatever labels, separators or wrappers the client draws around them.
+//!
+//! A client that replays its transcript sends at turn k what it sent at turn
+//! k−1, the reply it got, and the new message. Its rendering may differ
+//! between the two in known ways, which the match sees through:
+//! - a fixed preamble and a fixed suffix ("answer briefly") around the whole
+//!   prompt: the common prefix and suffix of the two prompts;
+//! - the newest message labelled otherwise once it becomes history (`q` at
+//!   turn 1, `[User]: q` at turn 2): a short label before it may change;
+//! - a label between that message and the reply (`\n[Assistant]: `).
+//!
+//! Everything else must be the same bytes. So an edited earlier turn, an
+//! edited reply, or an earlier prompt quoted inside new text does not match,
+//! and the turn runs as it would without this rule.
+//!
+//! Pure: the caller brings the earlier prompt and its reply forms.
+
+use std::ops::Range;
+
+/// At most this many bytes of glue between a message and the reply after it.
+const GLUE_BYTES: usize = 80;
+/// At most this many words in that glue (`--- previous reply ---` has 2,
+/// `### The assistant answered:` 3).
+const GLUE_WORDS: usize = 6;
+/// A label that may change before the newest message once it is history:
+/// shorter, and at most this many words (`[User]:`, `Human said:`).
+const LABEL_BYTES: usize = 40;
+const LABEL_WORDS: usize = 2;
+/// How much shorter than an earlier prompt and its reply a prompt that
+/// continues them may be (a label dropped).
+pub const SLACK: usize = LABEL_BYTES;
+/// Occurrences of a reply tried per earlier run (a short reply may occur in
+/// the text many times; only one place is right).
+const TRIES: usize = 16;
+
+/// An earlier run of this scope: the prompt it was given, its reply forms.
+pub struct Earlier<'a> {
+    pub prompt: &'a str,
+    pub replies: &'a [String],
+}
+
+/// How `prompt` continues an earlier run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Continues {
+    /// Where the earlier run's reply lies in the prompt.
+    pub reply: Range<usize>,
+    /// What is new: everything after the reply, less the glue that closes it.
+    pub delta: Range<usize>,
+}
+
+impl Continues {
+    pub fn reply_text<'a>(&self, prompt: &'a str) -> &'a str {
+        &prompt[self.reply.clone()]
+    }
+
+    pub fn delta_text<'a>(&self, prompt: &'a str) -> &'a str {
+        &prompt[self.delta.clone()]
+    }
+}
+
+/// Byte positions in `s` where `needle` starts, in order.
+fn occurrences<'a>(s: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
+    memchr::memmem::find_iter(s.as_bytes(), needle.as_bytes())
+        .filter(move |&i| s.is_char_boundary(i) && s.is_char_boundary(i + needle.len()))
+}
+
+/// Whether `prompt` continues `earlier`, and where.
+pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
+    for reply in earlier.replies {
+        let reply = reply.trim();
+        if reply.is_empty() {
+            continue;
+        }
+        for at in occurrences(prompt, reply).take(TRIES) {
+            let end = at + reply.len();
+            if !aligned(earlier.prompt, &prompt[..at], &prompt[end..], prompt) {
+                continue;
+            }
+            let delta = delta_after(prompt, end);
+            if prompt[delta.clone()].trim().is_empty() {
+                // A transcript that ends with the reply: nothing new to send.
+                return None;
+            }
+            return Some(Continues {
+                reply: at..end,
+                delta,
+            });
+        }
+    }
+    None
+}
+
+/// Whether `before` (the prompt up to the reply) is the earlier prompt plus
+/// glue, and `after` ends as the earlier prompt did. `prompt` is the whole
+/// new prompt (a changed label must be one it uses elsewhere too).
+fn aligned(earlier: &str, before: &str, after: &str, prompt: &str) -> bool {
+    let cp = floor(earlier, common_prefix(earlier, before));
+    let cs0 = common_suffix(&earlier[cp..], after);
+    let cs0 = earlier.len() - ceil(earlier, earlier.len() - cs0);
+    // The shared prefix may run into a label the two renderings share the
+    // first letters of, and the shared suffix into the message's own ending
+    // ("…cats" both times): try them cut back to a line break too.
+    let cps = [cp, earlier[..cp].rfind('\n').map_or(0, |i| i + 1)];
+    let css = [cs0, line_cut_suffix(earlier, cs0), 0];
+    // Whatever is shared, the earlier prompt's text must come before the
+    // reply, not only after it.
+    cps.iter().any(|&cp| {
+        css.iter().any(|&cs| {
+            let at_line_start = cp == 0 || earlier.as_bytes()[cp - 1] == b'\n';
+            cp + cs <= earlier.len()
+                && earlier[..earlier.len() - cs]
+                    .chars()
+                    .any(char::is_alphanumeric)
+                && matches_with_glue(
+                    &earlier[cp..earlier.len() - cs],
+                    &before[cp..],
+                    at_line_start,
+                    prompt,
+                )
+        })
+    })
+}
+
+/// `cs` shortened to begin at the first line break within it.
+fn line_cut_suffix(earlier: &str, cs: usize) -> usize {
+    let tail = &earlier[earlier.len() - cs..];
+    match tail.find('\n') {
+        Some(i) => cs - i,
+        None => 0,
+    }
+}
+
+/// `a` (what the earlier prompt had between the shared prefix and suffix)
+/// against `b` (what the new prompt has between the shared prefix and the
+/// reply): the same message, with at most a changed label before it and
+/// glue after it.
+///
+/// Edits must not pass for glue: a label may change only at a line start,
+/// and a new one must be one the prompt uses elsewhere too (labels repeat,
+/// an edit does not); glue after the message starts on a new line.
+fn matches_with_glue(a: &str, b: &str, at_line_start: bool, prompt: &str) -> bool {
+    if a.trim().is_empty() {
+        return is_glue(b, GLUE_BYTES, GLUE_WORDS) && starts_a_line(b);
+    }
+    // `b` = label + message + glue: try every glue length at the end.
+    let mut g = 0;
+    while g <= b.len().min(GLUE_BYTES) {
+        if b.is_char_boundary(b.len() - g) {
+            let glue = &b[b.len() - g..];
+            if !is_glue(glue, GLUE_BYTES, GLUE_WORDS) {
+                break;
+            }
+            let body = &b[..b.len() - g];
+            let c = floor_from_end(a, common_suffix(a, body));
+            let message = &a[a.len() - c..];
+            let old_label = &a[..a.len() - c];
+            let new_label = &body[..body.len() - c];
+            let relabelled = !old_label.is_empty() || !new_label.is_empty();
+            if message.chars().any(char::is_alphanumeric)
+                && starts_a_line(glue)
+                && is_glue(old_label, LABEL_BYTES, LABEL_WORDS)
+                && is_glue(new_label, LABEL_BYTES, LABEL_WORDS)
+                && (!relabelled || at_line_start)
+                && used_elsewhere(prompt, new_label)
+            {
+                return true;
+            }
+        }
+        g += 1;
+    }
+    false
+}
+
+/// Glue that begins a new line before any word (`\n[Assistant]: `), after
+/// an optional closing tag (`</user>\n<assistant>`); not words appended to
+/// the message's last line.
+fn starts_a_line(glue: &str) -> bool {
+    let g = glue.trim_start_matches([' ', '\t']);
+    let g = match closing_tag(g) {
+        Some(n) => &g[n..],
+        None => g,
+    };
+    match g.find(|c: char| c.is_alphanumeric()) {
+        Some(w) => g[..w].contains('\n'),
+        None => true,
+    }
+}
+
+/// Whether `label` (trimmed) occurs at least twice in `prompt`: where it
+/// was found, and as the label of another message.
+fn used_elsewhere(prompt: &str, label: &str) -> bool {
+    let label = label.trim();
+    label.is_empty()
+        || memchr::memmem::find_iter(prompt.as_bytes(), label.as_bytes())
+            .nth(1)
+            .is_some()
+}
+
+/// Short, few words, at most two lines: labels and separators, not text.
+fn is_glue(s: &str, max_bytes: usize, max_words: usize) -> bool {
+    s.len() <= max_bytes && words(s) <= max_words && s.trim().lines().count() <= 2
+}
+
+fn words(s: &str) -> usize {
+    s.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .count()
+}
+
+/// What follows the reply, without the whitespace and closing tag
+/// (`</assistant>`) that end it.
+fn delta_after(prompt: &str, end: usize) -> Range<usize> {
+    let rest = &prompt[end..];
+    let trimmed = rest.trim_start();
+    let mut start = end + (rest.len() - trimmed.len());
+    if let Some(tag) = closing_tag(trimmed) {
+        let after = &trimmed[tag..];
+        start += tag + (after.len() - after.trim_start().len());
+    }
+    start..prompt.len()
+}
+
+/// Length of a `</name>` at the start of `s`.
+fn closing_tag(s: &str) -> Option<usize> {
+    let inner = s.strip_prefix("</")?;
+    let close = inner.find('>')?;
+    let name = &inner[..close];
+    let ok = !name.is_empty()
+        && name.len() <= 32
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | ':' | '.'));
+    ok.then_some(2 + close + 1)
+}
+
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+fn common_suffix(a: &str, b: &str) -> usize {
+    a.bytes()
+        .rev()
+        .zip(b.bytes().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The smallest char boundary of `s` at or above `i`.
+fn ceil(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// A suffix length of `s` no longer than `n` that starts at a char boundary.
+fn floor_from_end(s: &str, n: usize) -> usize {
+    s.len() - ceil(s, s.len() - n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cont(prompt: &str, earlier: &str, reply: &str) -> Option<String> {
+        let replies = [reply.to_owned()];
+        let e = Earlier {
+            prompt: earlier,
+            replies: &replies,
+        };
+        continues(prompt, &e).map(|c| c.delta_text(prompt).to_owned())
+    }
+
+    #[test]
+    fn sees_through_labels_wrappers_and_suffixes() {
+        let cases: &[(&str, &str, &str, &str, &str)] = &[
+            // (earlier prompt, reply, new prompt, expected delta, what it shows)
+            (
+                "q1",
+                "r1",
+                "q1\n\n--- previous reply ---\nr1\n\nq2",
+                "q2",
+                "assistant-only labels",
+            ),
+            (
+                "q1",
+                "r1",
+                "[User]: q1\n[Assistant]: r1\n[User]: q2",
+                "[User]: q2",
+                "labelled once history",
+            ),
+            (
+                "You help.\n\nq1\n\nanswer briefly",
+                "r1",
+                "You help.\n\n[User]: q1\n[Assistant]: r1\n[User]: q2\n\nanswer briefly",
+                "[User]: q2\n\nanswer briefly",
+                "preamble and suffix",
+            ),
+            (
+                "<user>q1</user>",
+                "r1",
+                "<user>q1</user>\n<assistant>r1</assistant>\n<user>q2</user>",
+                "<user>q2</user>",
+                "xml-ish tags",
+            ),
+            (
+                "So far:\nUser: q1\nAssistant: r1\n\nNew message: q2",
+                "r2",
+                "So far:\nUser: q1\nAssistant: r1\nUser: q2\nAssistant: r2\n\nNew message: q3",
+                "New message: q3",
+                "newest message labelled apart",
+            ),
+            (
+                "tell me about cats\n\nanswer briefly",
+                "r1",
+                "User: tell me about cats\nAI: r1\nUser: and about dogs and cats\n\nanswer briefly",
+                "User: and about dogs and cats\n\nanswer briefly",
+                "messages that end alike",
+            ),
+            (
+                "User stories?",
+                "r1",
+                "User: User stories?\nBot: r1\nUser: more",
+                "User: more",
+                "label shares letters",
+            ),
+        ];
+        for (earlier, reply, prompt, delta, what) in cases {
+            assert_eq!(
+                cont(prompt, earlier, reply).as_deref(),
+                Some(*delta),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn proof_of_receipt_keeps_its_force() {
+        let earlier = "[User]: q1\n[Assistant]: r1\n[User]: q2";
+        let cases: &[(&str, &str)] = &[
+            // An edited earlier reply, an edited earlier user text.
+            ("[User]: q1\n[Assistant]: r1 edited\n[User]: q2\n[Assistant]: r2\n[User]: q3", "edited reply"),
+            ("[User]: q1 edited\n[Assistant]: r1\n[User]: q2\n[Assistant]: r2\n[User]: q3", "edited user text"),
+            // A line added to the earlier reply, a word to the message.
+            ("[User]: q1\n[Assistant]: r1\nedited\n[User]: q2\n[Assistant]: r2\n[User]: q3", "line added"),
+            ("[User]: q1\n[Assistant]: r1\n[User]: q2 edited\n[Assistant]: r2\n[User]: q3", "word added"),
+            // Another reply than the one the run got.
+            ("[User]: q1\n[Assistant]: r1\n[User]: q2\n[Assistant]: other\n[User]: q3", "other reply"),
+            // The old prompt and reply quoted inside new text.
+            (
+                "Please review this exchange I found:\n[User]: q1\n[Assistant]: r1\n[User]: q2\n[Assistant]: r2\nwhat do you think?",
+                "quoted",
+            ),
+            // A transcript that ends with the reply.
+            ("[User]: q1\n[Assistant]: r1\n[User]: q2\n[Assistant]: r2\n", "ends with the reply"),
+            // Text inserted between the message and the reply.
+            (
+                "[User]: q1\n[Assistant]: r1\n[User]: q2\nand also a whole new paragraph here\n[Assistant]: r2\n[User]: q3",
+                "inserted text",
+            ),
+        ];
+        for (prompt, what) in cases {
+            assert_eq!(cont(prompt, earlier, "r2"), None, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_short_reply_found_in_the_history_first_is_passed_over() {
+        // "ok" occurs in q1 before the reply itself.
+        let d = cont("book a room\nA: ok\nU: thanks", "book a room", "ok");
+        assert_eq!(d.as_deref(), Some("U: thanks"));
+    }
+
+    #[test]
+    fn multibyte_text_never_splits_a_char() {
+        let d = cont("» é q1\n« r1 »\n» é q2", "» é q1", "r1 »");
+        assert_eq!(d.as_deref(), Some("» é q2"));
+        assert_eq!(cont("éé", "é", "é"), None);
+    }
+}

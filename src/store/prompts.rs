@@ -1,0 +1,235 @@
+//! Prompts kept with pins for continuation by content: the prompt a run was
+//! given and the reply forms it got. Kept only where a next turn may need
+//! them (first turns, turns recognised by content), two per conversation
+//! (the newest run and the one before, for a redone last turn), and at most
+//! [`PER_SCOPE`] per scope.
+
+use super::Store;
+use crate::identity::{Chain, ConvKey, Scope};
+use anyhow::Result;
+use rusqlite::{params, OptionalExtension};
+
+/// Prompts kept per scope, newest first; older ones are let go.
+pub const PER_SCOPE: i64 = 256;
+/// How many of a scope's newest prompts a turn is matched against.
+pub const CANDIDATES: i64 = 64;
+/// A prompt longer than this is not kept.
+pub const MAX_PROMPT: usize = 16 << 20;
+
+/// A pin whose prompt is kept, without the prompt (read apart, and only for
+/// a pin whose reply the new prompt holds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompted {
+    pub pin: i64,
+    /// The pin's chain: what the next turn's chain extends.
+    pub chain: Chain,
+    pub session: String,
+    pub turns: usize,
+    pub conv_key: Option<ConvKey>,
+    pub prompt_len: usize,
+    pub replies: Vec<String>,
+}
+
+/// What a pin's run was given and got.
+pub struct Kept<'a> {
+    pub prompt: &'a str,
+    pub replies: &'a [String],
+    /// The pin the run continued by content, if it did.
+    pub continues: Option<i64>,
+}
+
+impl Store {
+    /// Keep `kept` with pin `pin` (of `scope`); let go of the prompt two
+    /// runs back in the same conversation and of the scope's oldest.
+    pub fn keep_prompt(&mut self, pin: i64, scope: &Scope, kept: &Kept<'_>) -> Result<()> {
+        if kept.prompt.len() > MAX_PROMPT {
+            return Ok(());
+        }
+        let replies = serde_json::to_string(kept.replies)?;
+        if let Some(mut pg) = self.pg() {
+            return pg.keep_prompt(pin, scope, kept.prompt, &replies, kept.continues);
+        }
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "UPDATE pins SET prompt = ?2, replies = ?3, continues = ?4 WHERE id = ?1",
+            params![pin, kept.prompt, replies, kept.continues],
+        )?;
+        tx.execute(
+            "UPDATE pins SET prompt = NULL, replies = NULL
+             WHERE id = (SELECT continues FROM pins WHERE id = ?1)",
+            params![kept.continues],
+        )?;
+        tx.execute(
+            "UPDATE pins SET prompt = NULL, replies = NULL
+             WHERE scope = ?1 AND prompt IS NOT NULL AND id <= (
+                SELECT id FROM pins WHERE scope = ?1 AND prompt IS NOT NULL
+                ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+            params![scope.as_str(), PER_SCOPE],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The newest pins of `scope` whose prompts are kept.
+    pub fn prompted(&self, scope: &Scope) -> Result<Vec<Prompted>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.prompted(scope, CANDIDATES);
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, chain, session, turns, conv_key, length(CAST(prompt AS BLOB)), replies
+             FROM pins
+             WHERE scope = ?1 AND prompt IS NOT NULL ORDER BY id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![scope.as_str(), CANDIDATES], |r| {
+            Ok(prompted_row(
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })?;
+        Ok(rows
+            .collect::<rusqlite::Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect())
+    }
+
+    /// The prompt kept with `pin`.
+    pub fn prompt_of(&self, pin: i64) -> Result<Option<String>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.prompt_of(pin);
+        }
+        Ok(self
+            .conn
+            .prepare_cached("SELECT prompt FROM pins WHERE id = ?1")?
+            .query_row(params![pin], |r| r.get::<_, Option<String>>(0))
+            .optional()?
+            .flatten())
+    }
+}
+
+/// A row as read from either backend; `None` when it is not whole.
+pub(crate) fn prompted_row(
+    pin: i64,
+    chain: Option<String>,
+    session: String,
+    turns: i64,
+    conv_key: Option<String>,
+    prompt_len: i64,
+    replies: Option<String>,
+) -> Option<Prompted> {
+    Some(Prompted {
+        pin,
+        chain: Chain::from_stored(chain?),
+        session,
+        turns: turns.max(0) as usize,
+        conv_key: conv_key.map(ConvKey::from_stored),
+        prompt_len: prompt_len.max(0) as usize,
+        replies: serde_json::from_str(&replies?).ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::pins::{NewPin, Ownership};
+
+    fn pin(s: &mut Store, turns: &[&str]) -> (i64, Scope) {
+        let p = NewPin::of_turns("S", "A", "/w", turns, "r");
+        let scope = p.scope.clone();
+        (s.add_pin(&p, Ownership::Kept, "/c").unwrap(), scope)
+    }
+
+    #[test]
+    fn keeps_two_per_conversation_newest_first() {
+        let mut s = Store::in_memory().unwrap();
+        let (a, scope) = pin(&mut s, &["a"]);
+        let r = vec!["ra".to_owned()];
+        s.keep_prompt(
+            a,
+            &scope,
+            &Kept {
+                prompt: "a",
+                replies: &r,
+                continues: None,
+            },
+        )
+        .unwrap();
+        let (b, _) = pin(&mut s, &["a", "b"]);
+        s.keep_prompt(
+            b,
+            &scope,
+            &Kept {
+                prompt: "a ra b",
+                replies: &r,
+                continues: Some(a),
+            },
+        )
+        .unwrap();
+        let (c, _) = pin(&mut s, &["a", "b", "c"]);
+        s.keep_prompt(
+            c,
+            &scope,
+            &Kept {
+                prompt: "a ra b rb c",
+                replies: &r,
+                continues: Some(b),
+            },
+        )
+        .unwrap();
+        let got: Vec<(i64, usize)> = s
+            .prompted(&scope)
+            .unwrap()
+            .iter()
+            .map(|p| (p.pin, p.prompt_len))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(c, 11), (b, 6)],
+            "the one two runs back is let go"
+        );
+        assert_eq!(s.prompt_of(b).unwrap().as_deref(), Some("a ra b"));
+        assert_eq!(s.prompt_of(a).unwrap(), None);
+        // Another scope sees none of them.
+        let other = NewPin::of_turns("S", "A", "/elsewhere", &["a"], "r").scope;
+        assert!(s.prompted(&other).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_scope_keeps_its_newest() {
+        let mut s = Store::in_memory().unwrap();
+        let r = vec!["r".to_owned()];
+        let mut ids = Vec::new();
+        for i in 0..(PER_SCOPE + 3) {
+            let t = i.to_string();
+            let (id, scope) = pin(&mut s, &[&t]);
+            s.keep_prompt(
+                id,
+                &scope,
+                &Kept {
+                    prompt: &t,
+                    replies: &r,
+                    continues: None,
+                },
+            )
+            .unwrap();
+            ids.push((id, scope));
+        }
+        let (_, scope) = &ids[0];
+        let kept: i64 = s
+            .conn
+            .query_row(
+                "SELECT count(*) FROM pins WHERE scope = ?1 AND prompt IS NOT NULL",
+                params![scope.as_str()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(kept, PER_SCOPE);
+        assert_eq!(s.prompt_of(ids[0].0).unwrap(), None);
+        assert_eq!(s.prompted(scope).unwrap().len() as i64, CANDIDATES);
+    }
+}

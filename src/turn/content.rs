@@ -1,0 +1,113 @@
+//! Continuation by content, with the store: when no dialect reads a prompt,
+//! is it an earlier run's prompt and reply, then something new? The match
+//! itself is pure (`crate::continuation`); here the scope's kept prompts are
+//! tried, newest first, each read only when its reply is in the prompt.
+
+use super::lookup::{self, Found, Mode, Place, Query};
+use super::plan::Miss;
+use super::understand::Understood;
+use crate::continuation::{self, Earlier};
+use crate::dialect::{Continued, Conversation};
+use crate::argv::ParsedArgs;
+use crate::probe::Capabilities;
+use crate::store::prompts::Prompted;
+use anyhow::Result;
+
+/// Understand and look up, as a turn does: a prompt no dialect reads is
+/// tried by content first; a prompt a dialect reads but whose pin misses is
+/// tried by content after (an echoed role marker may have split a reply).
+pub fn look(
+    place: &Place,
+    args: &ParsedArgs,
+    caps: &Capabilities,
+    text: Option<&str>,
+    u: Understood,
+    mode: Mode,
+) -> Result<(Understood, Found)> {
+    let query = |u: &Understood| -> Result<Found> {
+        lookup::lookup(
+            place,
+            &Query {
+                args,
+                conv: &u.conv,
+                unrecognised: u.unrecognised.as_deref(),
+                caps,
+            },
+            mode,
+        )
+    };
+    let text = text.filter(|t| !t.trim().is_empty());
+    let u = match (text, u.unrecognised.is_some()) {
+        (Some(t), true) => match by_content(place, args, caps, t)? {
+            Some(conv) => Understood {
+                conv,
+                unrecognised: None,
+            },
+            None => u,
+        },
+        _ => u,
+    };
+    let found = query(&u)?;
+    let missed = matches!(
+        found.candidate,
+        Err(Miss::NoPin { .. }) | Err(Miss::ReplyDiffers)
+    );
+    if let (true, Some(t), None) = (missed, text, &u.conv.continued) {
+        if let Some(conv) = by_content(place, args, caps, t)? {
+            let by = Understood {
+                conv,
+                unrecognised: None,
+            };
+            drop(found);
+            let again = query(&by)?;
+            return Ok((by, again));
+        }
+    }
+    Ok((u, found))
+}
+
+/// The conversation `text` continues by content in this turn's scope.
+pub fn by_content(
+    place: &Place,
+    args: &ParsedArgs,
+    caps: &Capabilities,
+    text: &str,
+) -> Result<Option<Conversation>> {
+    let scope = lookup::scope_of(place, args, caps).scope();
+    let candidates = place.store.lock().prompted(&scope)?;
+    for cand in candidates.iter().filter(|c| may_continue(text, c)) {
+        let Some(earlier) = place.store.lock().prompt_of(cand.pin)? else {
+            continue;
+        };
+        let earlier = Earlier {
+            prompt: &earlier,
+            replies: &cand.replies,
+        };
+        if let Some(c) = continuation::continues(text, &earlier) {
+            let continued = Continued {
+                pin: cand.pin,
+                chain: cand.chain.clone(),
+                turns: cand.turns,
+                session: cand.session.clone(),
+                conv_key: cand.conv_key.clone(),
+            };
+            crate::debug!("continues pin {} by content", cand.pin);
+            return Ok(Some(Conversation::continuing(
+                continued,
+                c.reply_text(text),
+                c.delta_text(text),
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `text` is long enough to hold the candidate's prompt (less a
+/// changed label) and a reply of it, and holds such a reply.
+fn may_continue(text: &str, c: &Prompted) -> bool {
+    c.replies.iter().map(|r| r.trim()).any(|r| {
+        !r.is_empty()
+            && c.prompt_len + r.len() <= text.len() + continuation::SLACK
+            && memchr::memmem::find(text.as_bytes(), r.as_bytes()).is_some()
+    })
+}
