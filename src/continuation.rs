@@ -75,7 +75,7 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
         }
         for at in occurrences(prompt, reply).take(TRIES) {
             let end = at + reply.len();
-            if !aligned(earlier.prompt, &prompt[..at], &prompt[end..], prompt) {
+            if !aligned(earlier.prompt, &prompt[..at], &prompt[end..]) {
                 continue;
             }
             let delta = delta_after(prompt, end);
@@ -93,31 +93,29 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
 }
 
 /// Whether `before` (the prompt up to the reply) is the earlier prompt plus
-/// glue, and `after` ends as the earlier prompt did. `prompt` is the whole
-/// new prompt (a changed label must be one it uses elsewhere too).
-fn aligned(earlier: &str, before: &str, after: &str, prompt: &str) -> bool {
+/// glue, and `after` ends as the earlier prompt did.
+fn aligned(earlier: &str, before: &str, after: &str) -> bool {
     let cp = floor(earlier, common_prefix(earlier, before));
-    let cs0 = common_suffix(&earlier[cp..], after);
-    let cs0 = earlier.len() - ceil(earlier, earlier.len() - cs0);
+    let cs = common_suffix(earlier, after);
+    let cs = earlier.len() - ceil(earlier, earlier.len() - cs);
     // The shared prefix may run into a label the two renderings share the
     // first letters of, and the shared suffix into the message's own ending
     // ("…cats" both times): try them cut back to a line break too.
     let cps = [cp, earlier[..cp].rfind('\n').map_or(0, |i| i + 1)];
-    let css = [cs0, line_cut_suffix(earlier, cs0), 0];
-    // Whatever is shared, the earlier prompt's text must come before the
-    // reply, not only after it.
+    let css = [cs, line_cut_suffix(earlier, cs), 0];
     cps.iter().any(|&cp| {
+        let at_line_start = cp == 0 || earlier.as_bytes()[cp - 1] == b'\n';
         css.iter().any(|&cs| {
-            let at_line_start = cp == 0 || earlier.as_bytes()[cp - 1] == b'\n';
-            cp + cs <= earlier.len()
-                && earlier[..earlier.len() - cs]
-                    .chars()
-                    .any(char::is_alphanumeric)
+            let cs = cs.min(earlier.len() - cp);
+            // Whatever is shared, the earlier prompt's text must come before
+            // the reply, not only after it.
+            earlier[..earlier.len() - cs]
+                .chars()
+                .any(char::is_alphanumeric)
                 && matches_with_glue(
                     &earlier[cp..earlier.len() - cs],
                     &before[cp..],
                     at_line_start,
-                    prompt,
                 )
         })
     })
@@ -137,12 +135,11 @@ fn line_cut_suffix(earlier: &str, cs: usize) -> usize {
 /// reply): the same message, with at most a changed label before it and
 /// glue after it.
 ///
-/// Edits must not pass for glue: a label may change only at a line start,
-/// and a new one must be one the prompt uses elsewhere too (labels repeat,
-/// an edit does not); glue after the message starts on a new line.
-fn matches_with_glue(a: &str, b: &str, at_line_start: bool, prompt: &str) -> bool {
+/// Edits must not pass for glue: a label may change only at a line start
+/// and must look like one; glue after the message starts on a new line.
+fn matches_with_glue(a: &str, b: &str, at_line_start: bool) -> bool {
     if a.trim().is_empty() {
-        return is_glue(b, GLUE_BYTES, GLUE_WORDS) && starts_a_line(b);
+        return is_glue(b, GLUE_BYTES, GLUE_WORDS) && (at_line_start || starts_a_line(b));
     }
     // `b` = label + message + glue: try every glue length at the end.
     let mut g = 0;
@@ -153,17 +150,17 @@ fn matches_with_glue(a: &str, b: &str, at_line_start: bool, prompt: &str) -> boo
                 break;
             }
             let body = &b[..b.len() - g];
-            let c = floor_from_end(a, common_suffix(a, body));
+            let c = message_len(a, floor_from_end(a, common_suffix(a, body)));
             let message = &a[a.len() - c..];
             let old_label = &a[..a.len() - c];
             let new_label = &body[..body.len() - c];
-            let relabelled = !old_label.is_empty() || !new_label.is_empty();
+            let relabelled = old_label != new_label;
             if message.chars().any(char::is_alphanumeric)
                 && starts_a_line(glue)
                 && is_glue(old_label, LABEL_BYTES, LABEL_WORDS)
                 && is_glue(new_label, LABEL_BYTES, LABEL_WORDS)
-                && (!relabelled || at_line_start)
-                && used_elsewhere(prompt, new_label)
+                && (!relabelled
+                    || (at_line_start && label_shaped(old_label) && label_shaped(new_label)))
             {
                 return true;
             }
@@ -171,6 +168,23 @@ fn matches_with_glue(a: &str, b: &str, at_line_start: bool, prompt: &str) -> boo
         g += 1;
     }
     false
+}
+
+/// The message's length within the `c` bytes that end `a` and are shared:
+/// the shared part may start inside a label (`Aaa aap: q` / `Aap: q` share
+/// `ap: q`) or with its punctuation (`: q`); both belong to the labels.
+fn message_len(a: &str, c: usize) -> usize {
+    let shared = &a[a.len() - c..];
+    let mid_word = a[..a.len() - c]
+        .chars()
+        .next_back()
+        .is_some_and(char::is_alphanumeric);
+    let rest = match mid_word {
+        true => shared.trim_start_matches(char::is_alphanumeric),
+        false => shared,
+    };
+    rest.trim_start_matches(|ch: char| !ch.is_alphanumeric())
+        .len()
 }
 
 /// Glue that begins a new line before any word (`\n[Assistant]: `), after
@@ -188,14 +202,15 @@ fn starts_a_line(glue: &str) -> bool {
     }
 }
 
-/// Whether `label` (trimmed) occurs at least twice in `prompt`: where it
-/// was found, and as the label of another message.
-fn used_elsewhere(prompt: &str, label: &str) -> bool {
-    let label = label.trim();
-    label.is_empty()
-        || memchr::memmem::find_iter(prompt.as_bytes(), label.as_bytes())
-            .nth(1)
-            .is_some()
+/// A label, not words: empty, or ended by punctuation (`User:`, `[User]`,
+/// `**Me**`, `<user>`), or a marked line of its own (`## user`). An edit
+/// that puts a word or a line before a message, or changes its first
+/// words, is not one.
+fn label_shaped(label: &str) -> bool {
+    let l = label.trim();
+    l.is_empty()
+        || l.ends_with([':', ']', '>', ')', '*', '|', '=', '-'])
+        || (label.ends_with('\n') && l.starts_with(['#', '[', '<', '*', '=', '-']))
 }
 
 /// Short, few words, at most two lines: labels and separators, not text.

@@ -412,7 +412,10 @@ fn human(r: &Report) -> String {
     match (&r.dialect, &r.why_not_recognised) {
         (Some(_), _) => out.push_str(&format!(
             "dialect:   {}\n",
-            r.rule.as_deref().unwrap_or("-").trim_start_matches("dialect ")
+            r.rule
+                .as_deref()
+                .unwrap_or("-")
+                .trim_start_matches("dialect ")
         )),
         (None, Some(why)) => out.push_str(&format!("dialect:   none ({why})\n")),
         (None, None) => {}

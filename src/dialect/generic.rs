@@ -174,7 +174,9 @@ mod tests {
             assert_eq!(GENERIC.parse(bad), None, "{bad:?}");
         }
         // A closing tag that is no role's stays in the text.
-        let c = GENERIC.parse("<user>u1</b>\n<assistant>a1</assistant>\n<user>u2</user>").unwrap();
+        let c = GENERIC
+            .parse("<user>u1</b>\n<assistant>a1</assistant>\n<user>u2</user>")
+            .unwrap();
         assert_eq!(c.prior[0].text, "u1</b>");
         let first = GENERIC.parse("[User]\nfirst question").unwrap();
         assert_eq!(

@@ -6,9 +6,9 @@
 use super::lookup::{self, Found, Mode, Place, Query};
 use super::plan::Miss;
 use super::understand::Understood;
+use crate::argv::ParsedArgs;
 use crate::continuation::{self, Earlier};
 use crate::dialect::{Continued, Conversation};
-use crate::argv::ParsedArgs;
 use crate::probe::Capabilities;
 use crate::store::prompts::Prompted;
 use anyhow::Result;

@@ -15,13 +15,13 @@
 //! argv and input, and so does a panic in the shim's own logic.
 
 pub mod attempt;
+pub mod content;
 pub mod handshake;
 pub mod initialize;
 pub mod lookup;
 pub mod plan;
 pub mod record;
 pub mod understand;
-pub mod content;
 pub mod warm;
 pub mod why;
 

@@ -9,6 +9,7 @@
 mod support;
 
 mod cli;
+mod continuation_props;
 mod dialect_props;
 mod faults;
 mod fleet_store;

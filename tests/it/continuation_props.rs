@@ -1,0 +1,289 @@
+//! Continuation by content over generated renderers: random user labels
+//! (none included), assistant labels, separators, preambles, suffixes, a
+//! first message bare until it is history, the newest message labelled
+//! apart, one text block or many.
+//!
+//! - Pure (`continuation::continues`): each turn continues the previous run
+//!   and sends only what is new; an edited earlier turn, another
+//!   conversation sharing a beginning, or a quotation never matches.
+//! - Through the shim and the fake CLI: turns 2..N resume, and the model
+//!   sees every user message once (the fake's reply lists what it saw).
+
+use crate::support::process::{run, Input};
+use crate::support::store::runs;
+use crate::support::turns::{ack, context, shim, tag};
+use crate::support::Sandbox;
+use claude_shim::continuation::{continues, Earlier};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::json;
+
+/// How one client renders its transcript.
+#[derive(Debug, Clone)]
+struct Renderer {
+    user: String,
+    assistant: String,
+    /// The label of the newest message, when it differs from `user`.
+    newest: Option<String>,
+    /// The first message bare at turn 1 (labelled once it is history).
+    first_bare: bool,
+    separator: String,
+    preamble: Option<String>,
+    suffix: Option<String>,
+    /// Closing tags after each message (`<user>…</user>`).
+    closing: bool,
+    /// One stream-json message, one text block per message.
+    blocks: bool,
+}
+
+fn label() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[A-Z][a-z]{2,7}: ",
+        "\\[[A-Z][a-z]{2,7}\\]: ",
+        "## [a-z]{3,8}\n",
+        "\\*\\*[A-Z][a-z]{2,7}\\*\\* ",
+        "[A-Z][a-z]{2,7} said: ",
+    ]
+}
+
+fn renderer() -> impl Strategy<Value = Renderer> {
+    (
+        prop_oneof![Just(String::new()), label()],
+        prop_oneof![
+            label(),
+            "--- [a-z]{3,8} [a-z]{3,8} ---\n",
+            "\\(earlier answer\\)\n",
+        ],
+        prop::option::of("[A-Z][a-z]{2,6} [a-z]{3,7}: "),
+        any::<bool>(),
+        prop_oneof![
+            Just("\n".to_owned()),
+            Just("\n\n".to_owned()),
+            Just("\n---\n".to_owned())
+        ],
+        prop::option::of("[A-Z][a-z]{3,8} [a-z ]{5,30}\\.\n\n"),
+        prop::option::of("\n\n[A-Z][a-z]{3,8} [a-z ]{3,20}\\."),
+        any::<bool>(),
+        prop::bool::weighted(0.25),
+    )
+        .prop_map(
+            |(
+                user,
+                assistant,
+                newest,
+                first_bare,
+                separator,
+                preamble,
+                suffix,
+                closing,
+                blocks,
+            )| {
+                Renderer {
+                    user,
+                    assistant,
+                    newest,
+                    first_bare,
+                    separator,
+                    preamble,
+                    suffix,
+                    closing,
+                    blocks,
+                }
+            },
+        )
+}
+
+impl Renderer {
+    /// The message texts of one turn, in order: preamble, history, newest.
+    fn parts(&self, history: &[(String, String)], current: &str) -> Vec<String> {
+        let close = |role: &str, s: String| match self.closing {
+            true => format!("{s}</{role}>"),
+            false => s,
+        };
+        let mut parts = Vec::new();
+        if let Some(p) = &self.preamble {
+            parts.push(p.trim_end().to_owned());
+        }
+        for (u, a) in history {
+            parts.push(close("user", format!("{}{u}", self.user)));
+            parts.push(close("assistant", format!("{}{a}", self.assistant)));
+        }
+        let label = match (history.is_empty() && self.first_bare, &self.newest) {
+            (true, _) => "",
+            (false, Some(l)) => l.as_str(),
+            (false, None) => self.user.as_str(),
+        };
+        parts.push(close("user", format!("{label}{current}")));
+        if let Some(s) = &self.suffix {
+            parts.push(s.trim_start().to_owned());
+        }
+        parts
+    }
+
+    /// The prompt as text (what the shim reads).
+    fn text(&self, history: &[(String, String)], current: &str) -> String {
+        let sep = match self.blocks {
+            true => "\n\n",
+            false => self.separator.as_str(),
+        };
+        self.parts(history, current).join(sep)
+    }
+
+    /// argv and stdin of a turn.
+    fn invocation(&self, history: &[(String, String)], current: &str) -> (Vec<&str>, Vec<u8>) {
+        match self.blocks {
+            false => (vec!["-p"], self.text(history, current).into_bytes()),
+            true => {
+                let blocks: Vec<_> = self
+                    .parts(history, current)
+                    .into_iter()
+                    .map(|t| json!({"type": "text", "text": t}))
+                    .collect();
+                let line = json!({"type": "user", "message": {"role": "user", "content": blocks}});
+                (
+                    vec![
+                        "-p",
+                        "--input-format",
+                        "stream-json",
+                        "--output-format",
+                        "stream-json",
+                        "--verbose",
+                    ],
+                    format!("{line}\n").into_bytes(),
+                )
+            }
+        }
+    }
+
+    fn reply(&self, stdout: &[u8]) -> String {
+        match self.blocks {
+            false => String::from_utf8_lossy(stdout).trim().to_owned(),
+            true => crate::support::clients::result_reply(stdout),
+        }
+    }
+}
+
+/// A user message of turn `k`: words around its tag.
+fn message(conv: &str, k: usize) -> String {
+    format!("please consider {} and answer", tag(conv, k))
+}
+
+const TURNS: usize = 4;
+
+/// Each turn of a generated renderer continues the run before it, and what
+/// it sends holds the new message and no earlier message or reply.
+#[test]
+fn every_turn_continues_the_one_before_and_sends_only_what_is_new() {
+    let mut runner = TestRunner::new(Config::with_cases(512));
+    runner
+        .run(&renderer(), |r| {
+            let mut history: Vec<(String, String)> = Vec::new();
+            let mut earlier: Option<(String, String)> = None;
+            for k in 1..=TURNS {
+                let current = message("c", k);
+                let prompt = r.text(&history, &current);
+                if let Some((prev, reply)) = &earlier {
+                    let replies = [reply.clone()];
+                    let e = Earlier {
+                        prompt: prev,
+                        replies: &replies,
+                    };
+                    let c = continues(&prompt, &e);
+                    prop_assert!(c.is_some(), "turn {k} of {r:?}:\n{prompt}");
+                    let delta = c.unwrap().delta_text(&prompt).to_owned();
+                    prop_assert!(delta.contains(&current), "{delta:?}");
+                    for (u, a) in &history {
+                        prop_assert!(!delta.contains(u.as_str()) && !delta.contains(a.as_str()));
+                    }
+                }
+                let reply = format!("reply {k} to {}", tag("c", k).trim_matches(['<', '>']));
+                earlier = Some((prompt, reply.clone()));
+                history.push((current, reply));
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Proof of receipt keeps its force: an edited earlier message or reply, or
+/// another conversation that shares the beginning and got the same replies,
+/// or the old prompt and reply quoted after a sentence, never continue.
+#[test]
+fn edits_other_conversations_and_quotations_never_continue() {
+    let mut runner = TestRunner::new(Config::with_cases(512));
+    let case = (renderer(), 0..TURNS - 1, any::<bool>());
+    runner
+        .run(&case, |(r, edited, edit_reply)| {
+            let history: Vec<(String, String)> = (1..TURNS)
+                .map(|k| (message("c", k), format!("reply number {k}")))
+                .collect();
+            let (prev_h, last) = history.split_at(TURNS - 2);
+            let earlier = r.text(prev_h, &last[0].0);
+            let replies = [last[0].1.clone()];
+            let e = Earlier {
+                prompt: &earlier,
+                replies: &replies,
+            };
+            // Edited: one earlier message or reply changed.
+            let mut changed = history.clone();
+            match edit_reply && edited < TURNS - 2 {
+                true => changed[edited].1.push_str(" (edited)"),
+                false => changed[edited].0 = changed[edited].0.replace("please", "kindly"),
+            }
+            let prompt = r.text(&changed, &message("c", TURNS));
+            prop_assert!(
+                continues(&prompt, &e).is_none(),
+                "edited {edited}:\n{prompt}"
+            );
+            // Another conversation: the same replies, one user message other.
+            let mut other = history.clone();
+            other[edited].0 = message("d", edited + 1);
+            let prompt = r.text(&other, &message("d", TURNS));
+            prop_assert!(continues(&prompt, &e).is_none(), "other:\n{prompt}");
+            // Quoted after a sentence, with a question after it.
+            let prompt = format!(
+                "Here is a chat log I found online:\n{earlier}\n{}\nWhat do you make of it?",
+                last[0].1
+            );
+            prop_assert!(continues(&prompt, &e).is_none(), "quoted:\n{prompt}");
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Through the shim and the fake CLI: a sample of generated renderers, each
+/// for `TURNS` turns. Turns 2..N resume, and every reply is the one the
+/// whole transcript gets without the shim (the fake acknowledges each user
+/// message it saw: history twice would show).
+#[test]
+fn generated_renderers_resume_through_the_shim() {
+    let mut runner = TestRunner::new(Config::with_cases(24));
+    let tried = std::cell::Cell::new(0);
+    runner
+        .run(&renderer(), |r| {
+            let w = Sandbox::new();
+            let mut history: Vec<(String, String)> = Vec::new();
+            for k in 1..=TURNS {
+                let current = message("c", k);
+                let (args, stdin) = r.invocation(&history, &current);
+                let mut cmd = shim(&w);
+                cmd.args(&args);
+                let ran = run(cmd, Input::Bytes(stdin));
+                prop_assert!(ran.status.success(), "{}\n{}", ran.err(), context(&w));
+                let reply = r.reply(&ran.stdout);
+                let seen: Vec<String> = (1..=k).map(|i| tag("c", i)).collect();
+                prop_assert_eq!(&reply, &ack(&seen), "turn {} of {:?}", k, r);
+                history.push((current, reply));
+            }
+            let kinds: Vec<String> = runs(&w).into_iter().map(|r| r.kind).collect();
+            tried.set(tried.get() + 1);
+            prop_assert!(
+                kinds[1..].iter().all(|k| k == "resumed"),
+                "{r:?}: {kinds:?}\n{}",
+                context(&w)
+            );
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("generated renderers resumed: all {} tried", tried.get());
+}
