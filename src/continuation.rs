@@ -39,6 +39,9 @@ const TRIES: usize = 16;
 pub struct Earlier<'a> {
     pub prompt: &'a str,
     pub replies: &'a [String],
+    /// User turns up to that run: from 2 on, its prompt holds earlier
+    /// replies, so the label before a reply must be one it used.
+    pub turns: usize,
 }
 
 /// How `prompt` continues an earlier run.
@@ -75,7 +78,7 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
         }
         for at in occurrences(prompt, reply).take(TRIES) {
             let end = at + reply.len();
-            if !aligned(earlier.prompt, &prompt[..at], &prompt[end..]) {
+            if !ends_its_line(&prompt[end..]) || !aligned(earlier, &prompt[..at], &prompt[end..]) {
                 continue;
             }
             let delta = delta_after(prompt, end);
@@ -94,7 +97,20 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
 
 /// Whether `before` (the prompt up to the reply) is the earlier prompt plus
 /// glue, and `after` ends as the earlier prompt did.
-fn aligned(earlier: &str, before: &str, after: &str) -> bool {
+fn aligned(e: &Earlier<'_>, before: &str, after: &str) -> bool {
+    let earlier = e.prompt;
+    let label_ok = |glue: &str| reply_label_ok(glue, e);
+    // A label changed once the earlier prompt holds replies must be one the
+    // client uses: the new one labels other messages too, or the old one
+    // still labels the newest. (Before that, there is only the one message.)
+    let count = |label: &str| {
+        let n = |s: &str| memchr::memmem::find_iter(s.as_bytes(), label.as_bytes()).count();
+        n(before) + n(after)
+    };
+    let relabel_seen = |old: &str, new: &str| {
+        let (old, new) = (old.trim(), new.trim());
+        e.turns < 2 || (!new.is_empty() && count(new) >= 2) || (!old.is_empty() && count(old) >= 1)
+    };
     let cp = floor(earlier, common_prefix(earlier, before));
     let cs = common_suffix(earlier, after);
     let cs = earlier.len() - ceil(earlier, earlier.len() - cs);
@@ -116,6 +132,8 @@ fn aligned(earlier: &str, before: &str, after: &str) -> bool {
                     &earlier[cp..earlier.len() - cs],
                     &before[cp..],
                     at_line_start,
+                    &label_ok,
+                    &relabel_seen,
                 )
         })
     })
@@ -137,9 +155,17 @@ fn line_cut_suffix(earlier: &str, cs: usize) -> usize {
 ///
 /// Edits must not pass for glue: a label may change only at a line start
 /// and must look like one; glue after the message starts on a new line.
-fn matches_with_glue(a: &str, b: &str, at_line_start: bool) -> bool {
+fn matches_with_glue(
+    a: &str,
+    b: &str,
+    at_line_start: bool,
+    label_ok: &dyn Fn(&str) -> bool,
+    relabel_seen: &dyn Fn(&str, &str) -> bool,
+) -> bool {
     if a.trim().is_empty() {
-        return is_glue(b, GLUE_BYTES, GLUE_WORDS) && (at_line_start || starts_a_line(b));
+        return is_glue(b, GLUE_BYTES, GLUE_WORDS)
+            && (at_line_start || starts_a_line(b))
+            && label_ok(b);
     }
     // `b` = label + message + glue: try every glue length at the end.
     let mut g = 0;
@@ -157,10 +183,12 @@ fn matches_with_glue(a: &str, b: &str, at_line_start: bool) -> bool {
             let relabelled = old_label != new_label;
             if message.chars().any(char::is_alphanumeric)
                 && starts_a_line(glue)
+                && label_ok(glue)
                 && is_glue(old_label, LABEL_BYTES, LABEL_WORDS)
                 && is_glue(new_label, LABEL_BYTES, LABEL_WORDS)
                 && (!relabelled
-                    || (at_line_start && label_shaped(old_label) && label_shaped(new_label)))
+                    || (relabel_ok(old_label, new_label, at_line_start)
+                        && relabel_seen(old_label, new_label)))
             {
                 return true;
             }
@@ -168,6 +196,33 @@ fn matches_with_glue(a: &str, b: &str, at_line_start: bool) -> bool {
         g += 1;
     }
     false
+}
+
+/// Whether the glue before a reply ends with a label (`Assistant:`,
+/// `--- previous reply ---`, `<assistant>`), not words put before the reply,
+/// and, once the earlier prompt holds replies, one it put before them too.
+fn reply_label_ok(glue: &str, e: &Earlier<'_>) -> bool {
+    let trimmed = glue.trim_end_matches([' ', '\t']);
+    let Some(last) = trimmed.trim_end().lines().last() else {
+        return true;
+    };
+    let line = match trimmed.ends_with('\n') {
+        true => format!("{last}\n"),
+        false => last.to_owned(),
+    };
+    label_shaped(&line) && (e.turns < 2 || e.prompt.contains(last.trim()))
+}
+
+/// Whether what follows a reply ends its line: whitespace, or a closing tag,
+/// up to a line break (an edit that appends to the reply does not).
+fn ends_its_line(after: &str) -> bool {
+    let line = after.split('\n').next().unwrap_or("");
+    let line = line.trim_start();
+    let line = match closing_tag(line) {
+        Some(n) => &line[n..],
+        None => line,
+    };
+    line.trim().is_empty()
 }
 
 /// The message's length within the `c` bytes that end `a` and are shared:
@@ -200,6 +255,17 @@ fn starts_a_line(glue: &str) -> bool {
         Some(w) => g[..w].contains('\n'),
         None => true,
     }
+}
+
+/// A label changed before the newest message once it is history: at a
+/// line start, label-shaped, and replaced rather than extended or cut (an
+/// edit that puts `(edited)` after a label does not pass for one).
+fn relabel_ok(old: &str, new: &str, at_line_start: bool) -> bool {
+    let (o, n) = (old.trim(), new.trim());
+    at_line_start
+        && label_shaped(old)
+        && label_shaped(new)
+        && (o.is_empty() || n.is_empty() || !(o.starts_with(n) || n.starts_with(o)))
 }
 
 /// A label, not words: empty, or ended by punctuation (`User:`, `[User]`,
@@ -292,6 +358,8 @@ mod tests {
         let e = Earlier {
             prompt: earlier,
             replies: &replies,
+            // Every earlier prompt here that holds a reply holds `r1`.
+            turns: 1 + usize::from(reply != "r1" && earlier.contains("r1")),
         };
         continues(prompt, &e).map(|c| c.delta_text(prompt).to_owned())
     }
@@ -398,7 +466,7 @@ mod tests {
 
     #[test]
     fn multibyte_text_never_splits_a_char() {
-        let d = cont("» é q1\n« r1 »\n» é q2", "» é q1", "r1 »");
+        let d = cont("» é q1\n«réponse»: r1 é\n» é q2", "» é q1", "r1 é");
         assert_eq!(d.as_deref(), Some("» é q2"));
         assert_eq!(cont("éé", "é", "é"), None);
     }

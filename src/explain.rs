@@ -236,7 +236,8 @@ pub fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Report> {
             report.plan = Some(plan_view(&plan, Reason::of(&plan, found.busy)));
             sent(&mut report, &a, &prompt);
         }
-        Err((e, u)) => {
+        Err(failed) => {
+            let (e, u) = *failed;
             describe_conversation(&mut report, &u);
             report.store_error = Some(format!("{e:#}"));
             report.plan = Some(PlanView {
@@ -341,10 +342,10 @@ fn lookup_plan(
     m: &Managed,
     u: Understood,
     text: Option<&str>,
-) -> std::result::Result<Looked, (anyhow::Error, Understood)> {
+) -> std::result::Result<Looked, Box<(anyhow::Error, Understood)>> {
     let place = match Place::here() {
         Ok(p) => p,
-        Err(e) => return Err((e, u)),
+        Err(e) => return Err(Box::new((e, u))),
     };
     let caps = match locate::real_claude(Path::new("claude-shim"))
         .map_err(anyhow::Error::from)
@@ -353,7 +354,7 @@ fn lookup_plan(
             place.capabilities(&real, &guard)
         }) {
         Ok(c) => c,
-        Err(e) => return Err((e, u)),
+        Err(e) => return Err(Box::new((e, u))),
     };
     let (u, found) = match crate::turn::content::look(
         &place,
@@ -364,7 +365,7 @@ fn lookup_plan(
         lookup::Mode::DryRun,
     ) {
         Ok(looked) => looked,
-        Err(e) => return Err((e, u)),
+        Err(e) => return Err(Box::new((e, u))),
     };
     let plan = plan::plan(plan::Facts {
         caller_session: m.caller_resume.clone(),

@@ -38,7 +38,7 @@ pub struct Conversation {
     pub delta_with_preamble: String,
     /// Set when no dialect read the prompt but it continues an earlier run
     /// by content: `prior` then holds only that run's reply as replayed.
-    pub continued: Option<Continued>,
+    pub continued: Option<Box<Continued>>,
 }
 
 /// The earlier run a prompt continues by content (see `crate::continuation`).
@@ -90,7 +90,7 @@ impl Conversation {
             }],
             delta.to_owned(),
         );
-        c.continued = Some(continued);
+        c.continued = Some(Box::new(continued));
         c
     }
 

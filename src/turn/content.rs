@@ -14,8 +14,9 @@ use crate::store::prompts::Prompted;
 use anyhow::Result;
 
 /// Understand and look up, as a turn does: a prompt no dialect reads is
-/// tried by content first; a prompt a dialect reads but whose pin misses is
-/// tried by content after (an echoed role marker may have split a reply).
+/// tried by content first; a prompt a dialect reads whose turns were never
+/// seen is tried by content after (a reply that echoed a role marker splits
+/// wrongly; a client whose first turn had no marker).
 pub fn look(
     place: &Place,
     args: &ParsedArgs,
@@ -48,10 +49,9 @@ pub fn look(
         _ => u,
     };
     let found = query(&u)?;
-    let missed = matches!(
-        found.candidate,
-        Err(Miss::NoPin { .. }) | Err(Miss::ReplyDiffers)
-    );
+    // Turns never seen (not a reply that differs: an edited or guessed
+    // reply stays the miss it is).
+    let missed = matches!(found.candidate, Err(Miss::NoPin { .. }));
     if let (true, Some(t), None) = (missed, text, &u.conv.continued) {
         if let Some(conv) = by_content(place, args, caps, t)? {
             let by = Understood {
@@ -82,6 +82,7 @@ pub fn by_content(
         let earlier = Earlier {
             prompt: &earlier,
             replies: &cand.replies,
+            turns: cand.turns,
         };
         if let Some(c) = continuation::continues(text, &earlier) {
             let continued = Continued {

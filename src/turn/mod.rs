@@ -356,11 +356,11 @@ fn prepare(
         found.parts.clone(),
         found.base.clone(),
         &u.conv,
-        prompt.text().as_deref(),
         &place.cwd,
         &config_dir,
         ownership,
-    );
+    )
+    .keeping(&u.conv, text.as_deref());
     // Holding a lease we will not use would block others.
     let in_place = |p: &Plan| {
         matches!(

@@ -48,7 +48,6 @@ impl PinContext {
         parts: ScopeParts,
         base: Chain,
         conv: &Conversation,
-        prompt: Option<&str>,
         cwd: &str,
         config_dir: &str,
         ownership: Ownership,
@@ -61,17 +60,6 @@ impl PinContext {
                 Some(ConvKey::of(first)),
             ),
         };
-        let keep = match (&conv.continued, conv.has_history(), prompt) {
-            (Some(c), _, Some(p)) => Some(KeepPrompt {
-                prompt: p.into(),
-                continues: Some(c.pin),
-            }),
-            (None, false, Some(p)) => Some(KeepPrompt {
-                prompt: p.into(),
-                continues: None,
-            }),
-            _ => None,
-        };
         PinContext {
             scope,
             parts,
@@ -83,8 +71,25 @@ impl PinContext {
             cwd: cwd.to_owned(),
             config_dir: config_dir.to_owned(),
             ownership,
-            keep,
+            keep: None,
         }
+    }
+
+    /// The same, keeping `prompt` with the pin where a next turn may be
+    /// matched against it by content: a first turn, or a turn so matched.
+    pub fn keeping(mut self, conv: &Conversation, prompt: Option<&str>) -> PinContext {
+        self.keep = match (&conv.continued, conv.has_history(), prompt) {
+            (Some(c), _, Some(p)) => Some(KeepPrompt {
+                prompt: p.into(),
+                continues: Some(c.pin),
+            }),
+            (None, false, Some(p)) => Some(KeepPrompt {
+                prompt: p.into(),
+                continues: None,
+            }),
+            _ => None,
+        };
+        self
     }
 }
 
@@ -384,7 +389,6 @@ mod tests {
             parts,
             base,
             &conv,
-            None,
             "/w",
             "/c",
             Ownership::Kept,

@@ -187,6 +187,7 @@ fn every_turn_continues_the_one_before_and_sends_only_what_is_new() {
                     let e = Earlier {
                         prompt: prev,
                         replies: &replies,
+                        turns: k - 1,
                     };
                     let c = continues(&prompt, &e);
                     prop_assert!(c.is_some(), "turn {k} of {r:?}:\n{prompt}");
@@ -223,12 +224,14 @@ fn edits_other_conversations_and_quotations_never_continue() {
             let e = Earlier {
                 prompt: &earlier,
                 replies: &replies,
+                turns: TURNS - 1,
             };
             // Edited: one earlier message or reply changed.
             let mut changed = history.clone();
-            match edit_reply && edited < TURNS - 2 {
-                true => changed[edited].1.push_str(" (edited)"),
-                false => changed[edited].0 = changed[edited].0.replace("please", "kindly"),
+            match (edit_reply && edited < TURNS - 2, edited % 2 == 0) {
+                (true, true) => changed[edited].1.push_str(" (edited)"),
+                (true, false) => changed[edited].1.insert_str(0, "(edited) "),
+                (false, _) => changed[edited].0 = changed[edited].0.replace("please", "kindly"),
             }
             let prompt = r.text(&changed, &message("c", TURNS));
             prop_assert!(
