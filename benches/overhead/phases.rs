@@ -148,6 +148,36 @@ pub fn phases(s: &Setup, cases: &[Case], n: usize) {
             "″"
         );
     }
+    // Continuation by content: a prompt no dialect reads, matched against
+    // the scope's kept prompts (64, the most a turn tries: 63 of other
+    // conversations, whose replies it does not hold, and its own last run).
+    per_size(
+        "continuation by content: 64 kept prompts, one matches",
+        &|c| {
+            let (store_place, args, caps, text) = content_case(c.size);
+            time_ms(n, || {
+                let conv =
+                    claude_shim::turn::content::by_content(&store_place, &args, &caps, &text)
+                        .expect("lookup");
+                assert!(conv.is_some(), "the prompt continues its last run");
+            })
+        },
+    );
+    per_size(
+        "  of which continuation::continues on the match alone",
+        &|c| {
+            let (earlier, reply, text, turns) = marker_prompts(c.size);
+            let replies = [reply];
+            let e = claude_shim::continuation::Earlier {
+                prompt: &earlier,
+                replies: &replies,
+                turns,
+            };
+            time_ms(n, || {
+                assert!(claude_shim::continuation::continues(&text, &e).is_some());
+            })
+        },
+    );
     // The database: opening it is the same for every size.
     let node = identity::Chain::empty()
         .user("no such turn")
@@ -197,4 +227,101 @@ pub fn phases(s: &Setup, cases: &[Case], n: usize) {
          wal_autocheckpoint (1000 pages, ~4 MiB) and the next process, the first to open it,\n\
          rebuilds the WAL index by reading all of it."
     );
+}
+
+/// A transcript of about `size` bytes as a client that marks only replies
+/// writes it (no dialect reads it): the prompt of the run before, its reply,
+/// and the new prompt.
+fn marker_prompts(size: usize) -> (String, String, String, usize) {
+    let mut history: Vec<(String, String)> = Vec::new();
+    let render = |h: &[(String, String)], cur: &str| {
+        let mut parts = Vec::new();
+        for (u, a) in h {
+            parts.push(u.clone());
+            parts.push(format!("--- previous reply ---\n{a}"));
+        }
+        parts.push(cur.to_owned());
+        parts.join("\n\n")
+    };
+    let mut k = 0;
+    while render(&history, "x").len() < size {
+        k += 1;
+        let body = "lorem ipsum dolor sit amet ".repeat(20);
+        history.push((
+            format!("question {k}: {body}"),
+            format!("answer {k}: {body}"),
+        ));
+    }
+    let (last_q, last_a) = history.pop().expect("one turn at least");
+    let earlier = render(&history, &last_q);
+    let turns = history.len() + 1;
+    history.push((last_q, last_a.clone()));
+    let text = render(&history, "and the next question?");
+    (earlier, last_a, text, turns)
+}
+
+/// A store with 64 kept prompts of one scope, the last of them the run
+/// `text` continues; and what a turn looks it up with.
+fn content_case(
+    size: usize,
+) -> (
+    claude_shim::turn::lookup::Place,
+    claude_shim::argv::ParsedArgs,
+    claude_shim::probe::Capabilities,
+    String,
+) {
+    use claude_shim::store::pins::{NewPin, Ownership};
+    use claude_shim::store::prompts::Kept;
+    let dir = std::env::temp_dir();
+    let place = claude_shim::turn::lookup::Place {
+        store: claude_shim::turn::lookup::SharedStore::new(Store::in_memory().expect("store")),
+        config_dir: dir.join("claude-shim-bench-config"),
+        cwd: "/bench".into(),
+    };
+    let args = claude_shim::argv::parse(&["-p".into()]).expect("args");
+    let caps = claude_shim::probe::Capabilities {
+        version: "2.1.330".into(),
+        resume: true,
+        fork_session: true,
+        session_id: true,
+        resume_session_at: true,
+    };
+    let scope = claude_shim::turn::lookup::scope_of(&place, &args, &caps);
+    let (earlier, reply, text, turns) = marker_prompts(size);
+    let mut store = place.store.lock();
+    for i in 0..64 {
+        let mine = i == 63;
+        let prompt = match mine {
+            true => earlier.clone(),
+            false => format!("another conversation {i}: {}", "words ".repeat(150)),
+        };
+        let replies = vec![match mine {
+            true => reply.clone(),
+            false => format!("a reply of conversation {i} that this prompt never holds"),
+        }];
+        let mut pin = NewPin::of_turns(
+            "6e8e0435-8e12-4245-aa25-f674ed4e97a7",
+            "0b8e0435-8e12-4245-aa25-f674ed4e97a7",
+            "/bench",
+            &[&prompt],
+            &replies[0],
+        );
+        pin.parts = scope.clone();
+        pin.turns = if mine { turns } else { 1 };
+        pin.scope = scope.scope();
+        let id = store.add_pin(&pin, Ownership::Kept, "/c").expect("pin");
+        store
+            .keep_prompt(
+                id,
+                &pin.scope,
+                &Kept {
+                    prompt: &prompt,
+                    replies: &replies,
+                    continues: None,
+                },
+            )
+            .expect("keep");
+    }
+    drop(store);
+    (place, args, caps, text)
 }
