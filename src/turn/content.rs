@@ -14,9 +14,9 @@ use crate::store::prompts::Prompted;
 use anyhow::Result;
 
 /// Understand and look up, as a turn does: a prompt no dialect reads is
-/// tried by content first; a prompt a dialect reads whose turns were never
-/// seen is tried by content after (a reply that echoed a role marker splits
-/// wrongly; a client whose first turn had no marker).
+/// tried by content first; a prompt a dialect reads as a first turn, or
+/// into turns never seen, is tried by content after (a reply that quotes a
+/// role marker makes a dialect split or start the prompt wrongly).
 pub fn look(
     place: &Place,
     args: &ParsedArgs,
@@ -49,9 +49,12 @@ pub fn look(
         _ => u,
     };
     let found = query(&u)?;
-    // Turns never seen (not a reply that differs: an edited or guessed
-    // reply stays the miss it is).
-    let missed = matches!(found.candidate, Err(Miss::NoPin { .. }));
+    // Read as a first turn, or as turns never seen (not a reply that
+    // differs: an edited or guessed reply stays the miss it is).
+    let missed = matches!(
+        found.candidate,
+        Err(Miss::NoHistory) | Err(Miss::NoPin { .. })
+    );
     if let (true, Some(t), None) = (missed, text, &u.conv.continued) {
         if let Some(conv) = by_content(place, args, caps, t)? {
             let by = Understood {

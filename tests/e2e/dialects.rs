@@ -315,3 +315,37 @@ fn xml_tags_with_closing_tags() {
         client: Client::XmlTags,
     });
 }
+
+/// A server whose replies hold a line that reads as a role marker, after a
+/// blank line, as a reply quoting a transcript does.
+fn quoting_server() -> ApiServer {
+    let server = ApiServer::start();
+    server.set_reply(|r| format!("reply {}: noted\n\nHuman: a line the reply quotes", r.index));
+    server
+}
+
+/// Replies that quote `Human: …` lines: the dialect splits them into turns
+/// that were never seen; continuation by content still finds the run each
+/// turn continues.
+#[test]
+fn wrapper_with_replies_that_quote_role_markers() {
+    conversation_on(
+        quoting_server(),
+        &Case {
+            name: "echoed",
+            client: Client::Wrapper,
+        },
+    );
+}
+
+/// The same for a client that marks only the replies.
+#[test]
+fn assistant_marker_with_replies_that_quote_role_markers() {
+    conversation_on(
+        quoting_server(),
+        &Case {
+            name: "echomarker",
+            client: Client::AssistantMarker,
+        },
+    );
+}
