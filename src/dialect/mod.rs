@@ -99,7 +99,7 @@ impl Conversation {
     pub fn rule(&self) -> String {
         match &self.continued {
             Some(c) => format!(
-                "continues run {} by content (turn {} of session {})",
+                "continues run {} by content, turn {} of session {}",
                 c.pin,
                 c.turns,
                 c.session.get(..8).unwrap_or(&c.session)

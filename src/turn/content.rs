@@ -8,7 +8,8 @@ use super::plan::Miss;
 use super::understand::Understood;
 use crate::argv::ParsedArgs;
 use crate::continuation::{self, Earlier};
-use crate::dialect::{Continued, Conversation};
+use crate::dialect::{Continued, Conversation, Role};
+use crate::identity::{normalize_reply, Chain};
 use crate::probe::Capabilities;
 use crate::store::prompts::Prompted;
 use anyhow::Result;
@@ -56,7 +57,7 @@ pub fn look(
         Err(Miss::NoHistory) | Err(Miss::NoPin { .. })
     );
     if let (true, Some(t), None) = (missed, text, &u.conv.continued) {
-        if let Some(conv) = by_content(place, args, caps, t)? {
+        if let Some(conv) = by_content(place, args, caps, t)?.filter(|c| misread(&u.conv, c)) {
             let by = Understood {
                 conv,
                 unrecognised: None,
@@ -67,6 +68,24 @@ pub fn look(
         }
     }
     Ok((u, found))
+}
+
+/// Whether the dialect read the turns otherwise than they were recorded:
+/// it saw no history, or no reading of its turns up to the reply content
+/// found gives the chain that run was pinned with (its first turn was read
+/// as a whole, or a reply that quotes a role marker was split). A dialect
+/// that reads those turns as recorded read the prompt right, and its miss
+/// (an edited later turn) stands.
+fn misread(dialect: &Conversation, by_content: &Conversation) -> bool {
+    let (Some(reply), Some(found)) = (by_content.last_assistant(), &by_content.continued) else {
+        return false;
+    };
+    let reply = normalize_reply(reply);
+    !dialect.prior.iter().enumerate().any(|(i, t)| {
+        t.role == Role::Assistant
+            && normalize_reply(&t.text) == reply
+            && Chain::of(&dialect.prior[..i]) == found.chain
+    })
 }
 
 /// The conversation `text` continues by content in this turn's scope.

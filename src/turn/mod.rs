@@ -312,7 +312,7 @@ fn prepare(
     debug!("plan: {plan:?}");
     let mut reason = Reason::of(&plan, found.busy);
     if matches!(plan, Plan::Resume { .. }) {
-        reason.text = format!("{}; recognised by {}", reason.text, u.conv.rule());
+        reason.text = format!("{} ({})", reason.text, u.conv.rule());
     }
     let send_preamble = env::preamble_keep() || found.preamble_changed;
     let input = ctx.managed.input;

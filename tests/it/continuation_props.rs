@@ -290,3 +290,81 @@ fn generated_renderers_resume_through_the_shim() {
         .unwrap();
     eprintln!("generated renderers resumed: all {} tried", tried.get());
 }
+
+/// `explain` names the rule that recognised a prompt, and `log` says it for
+/// each resumed turn: a dialect, or the run a prompt continues by content.
+#[test]
+fn explain_and_log_name_the_rule() {
+    let w = Sandbox::new();
+    let marker = Renderer {
+        user: String::new(),
+        assistant: "--- previous reply ---\n".into(),
+        newest: None,
+        first_bare: true,
+        separator: "\n\n".into(),
+        preamble: None,
+        suffix: None,
+        closing: false,
+        blocks: false,
+    };
+    let mut history: Vec<(String, String)> = Vec::new();
+    for k in 1..=2 {
+        let current = message("m", k);
+        let (args, stdin) = marker.invocation(&history, &current);
+        let mut cmd = shim(&w);
+        cmd.args(&args);
+        let ran = run(cmd, Input::Bytes(stdin));
+        assert!(ran.status.success(), "{}", ran.err());
+        history.push((current, marker.reply(&ran.stdout)));
+    }
+    let next = marker.text(&history, &message("m", 3));
+    std::fs::write(w.work.join("next.txt"), &next).unwrap();
+    let explained = run(manager(&w, &["explain", "next.txt"]), Input::Null);
+    let out = explained.out();
+    assert!(
+        out.contains("dialect:   continues run ") && out.contains("by content, turn 2 of session"),
+        "{out}"
+    );
+    let json = run(manager(&w, &["explain", "--json", "next.txt"]), Input::Null);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert!(
+        v["rule"].as_str().unwrap().starts_with("continues run "),
+        "{v}"
+    );
+    assert_eq!(v["plan"]["kind"], "resume", "{v}");
+    let log = run(w.cli(&["log", "--json"]), Input::Null);
+    let rows: serde_json::Value = serde_json::from_slice(&log.stdout).expect("log json");
+    let why = rows["turns"][0]["why"].as_str().unwrap_or("").to_owned();
+    assert!(
+        why.contains("continues run ") && why.contains("by content"),
+        "{rows}"
+    );
+    // A dialect's turn says which dialect.
+    let wrapper = Renderer {
+        user: "Human: ".into(),
+        assistant: "Assistant: ".into(),
+        first_bare: false,
+        ..marker
+    };
+    let mut history: Vec<(String, String)> = Vec::new();
+    for k in 1..=2 {
+        let current = message("h", k);
+        let (args, stdin) = wrapper.invocation(&history, &current);
+        let mut cmd = shim(&w);
+        cmd.args(&args);
+        let ran = run(cmd, Input::Bytes(stdin));
+        assert!(ran.status.success(), "{}", ran.err());
+        history.push((current, wrapper.reply(&ran.stdout)));
+    }
+    let log = run(w.cli(&["log", "--json"]), Input::Null);
+    let rows: serde_json::Value = serde_json::from_slice(&log.stdout).expect("log json");
+    let why = rows["turns"][0]["why"].as_str().unwrap_or("");
+    assert!(why.ends_with("(dialect human-assistant)"), "{rows}");
+}
+
+/// `claude-shim ARGS` with the shimmed PATH, so it finds the (fake) real CLI.
+fn manager(w: &Sandbox, args: &[&str]) -> std::process::Command {
+    let mut cmd = w.manager();
+    cmd.args(args);
+    cmd
+}
