@@ -2,7 +2,8 @@
 //! directly. Runs are interleaved (shim, direct, shim, direct, …) so drift in
 //! machine load hits both sides alike. Prints figures; asserts nothing.
 //!
-//! `cargo bench --bench passthrough` (N runs per side: `BENCH_N`, default 200).
+//! `cargo bench --bench passthrough` (N runs per side: `BENCH_N`, default 200;
+//! `BENCH_SHIM`: another claude-shim binary to measure).
 
 use std::io::Read;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -10,7 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SHIM: &str = env!("CARGO_BIN_EXE_claude-shim");
+/// The shim under test: `BENCH_SHIM` (another build, e.g. static), else
+/// the one cargo built.
+fn shim_exe() -> PathBuf {
+    std::env::var_os("BENCH_SHIM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_claude-shim")))
+}
 
 /// A real claude stand-in that answers the shim's capability probe the way
 /// the CLI does (so the probe runs once and is cached) and otherwise exits.
@@ -48,7 +55,7 @@ impl Setup {
             std::fs::create_dir(d).expect("mkdir");
         }
         let claude = bin.join("claude");
-        symlink(SHIM, &claude).expect("link");
+        symlink(shim_exe(), &claude).expect("link");
         Setup {
             _dir: dir,
             claude,
@@ -106,6 +113,31 @@ fn first_byte(mut cmd: Command) -> Duration {
     let _ = std::io::copy(&mut out, &mut std::io::sink());
     child.wait().expect("wait");
     t
+}
+
+/// A static C program that execs `real` with its own arguments: what the
+/// thinnest possible wrapper costs (needs `cc` and a static libc).
+fn bare_wrapper(s: &Setup, real: &Path) -> Result<PathBuf, String> {
+    let src = s.home.join("bare.c");
+    let exe = s.home.join("bare-claude");
+    let text = format!(
+        "#include <unistd.h>\nint main(int c, char **v) {{ (void)c; execv({:?}, v); return 127; }}\n",
+        real.display().to_string()
+    );
+    std::fs::write(&src, text).map_err(|e| e.to_string())?;
+    let out = Command::new("cc")
+        .args(["-O2", "-static", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("cc: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cc: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(exe)
 }
 
 struct Stats {
@@ -174,7 +206,7 @@ fn main() {
     let probed = s.script("probed-fake", PROBED_FAKE);
     let first = s.script("first-byte-fake", FIRST_BYTE_FAKE);
 
-    println!("claude-shim overhead: {SHIM}");
+    println!("claude-shim overhead: {}", shim_exe().display());
     println!("N = {n} runs per side, interleaved; times in ms\n");
     println!(
         "{:<48} {:>8} {:>8} {:>9} {:>8} {:>9} {:>9}",
@@ -189,6 +221,19 @@ fn main() {
         || s.command(&s.claude, true_bin, &["--version"]),
         || s.command(true_bin, true_bin, &["--version"]),
     );
+    // The floor for any wrapper: a static C program that only execs the
+    // real binary. Goal (issue 20): the shim's pass-through adds at most
+    // twice what this adds.
+    match bare_wrapper(&s, true_bin) {
+        Ok(bare) => compare(
+            "bare static exec wrapper `--version` (/bin/true)",
+            n,
+            wall,
+            || s.command(&bare, true_bin, &["--version"]),
+            || s.command(true_bin, true_bin, &["--version"]),
+        ),
+        Err(why) => println!("(no bare-wrapper baseline: {why})"),
+    }
     compare(
         "managed `claude -p hi` (sh fake, probe cached)",
         n,

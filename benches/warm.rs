@@ -6,6 +6,8 @@
 //! (`CLAUDE_SHIM_WARM=0`); and through the shim, warm. Prints the median wall time of
 //! turns 2..N, and the memory a live CLI and the keeper hold. Figures, never assertions.
 //!
+//! Then the same with a 1 MiB document pasted into turn 1 (`BENCH_BIG_KIB`; 0: skip).
+//!
 //! `cargo bench --bench warm` (`BENCH_TURNS`, default 10; `BENCH_ROUNDS`, default 3).
 
 #[path = "../tests/support/mod.rs"]
@@ -23,8 +25,31 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// The user message of turn `k`; turn 1 carries `doc` (a document pasted in
+/// at the start, so every later transcript is at least that big).
+fn message(k: usize, doc: &str) -> String {
+    if k == 1 && !doc.is_empty() {
+        format!("message 1, about this document:\n\n{doc}")
+    } else {
+        format!("message {k}")
+    }
+}
+
+/// About `bytes` of plain lines (no role markers).
+fn document(bytes: usize) -> String {
+    let mut doc = String::with_capacity(bytes + 80);
+    let mut n = 0;
+    while doc.len() < bytes {
+        n += 1;
+        doc.push_str(&format!(
+            "line {n}: lorem ipsum dolor sit amet, consectetur adipiscing elit\n"
+        ));
+    }
+    doc
+}
+
 /// One live CLI, one user line per turn: write → result.
-fn floor(turns: usize) -> Vec<f64> {
+fn floor(turns: usize, doc: &str) -> Vec<f64> {
     let server = ApiServer::start();
     let sb = Sandbox::real(&server);
     let mut cmd = sb.direct([
@@ -45,7 +70,7 @@ fn floor(turns: usize) -> Vec<f64> {
     std::thread::sleep(Duration::from_millis(1500));
     let mut times = Vec::new();
     for k in 1..=turns {
-        let line = serde_json::json!({"type": "user", "message": {"role": "user", "content": format!("message {k}")}});
+        let line = serde_json::json!({"type": "user", "message": {"role": "user", "content": message(k, doc)}});
         let start = Instant::now();
         writeln!(stdin, "{line}").unwrap();
         let mut buf = String::new();
@@ -96,7 +121,7 @@ enum Replay {
 }
 
 /// A `Human:`/`Assistant:` client replaying its transcript on stdin, text output.
-fn replay(way: Replay, turns: usize) -> (Vec<f64>, Option<(u64, u64)>) {
+fn replay(way: Replay, turns: usize, doc: &str) -> (Vec<f64>, Option<(u64, u64)>) {
     let server = ApiServer::start();
     let mut sb = Sandbox::real(&server);
     if way == Replay::ShimCold {
@@ -105,7 +130,7 @@ fn replay(way: Replay, turns: usize) -> (Vec<f64>, Option<(u64, u64)>) {
     let mut history: Vec<(String, String)> = Vec::new();
     let mut times = Vec::new();
     for k in 1..=turns {
-        let msg = format!("message {k}");
+        let msg = message(k, doc);
         let prompt = labels(&history, &msg, "Human", "\n\n");
         let cmd = match way {
             Replay::Direct => sb.direct(["-p"]),
@@ -223,12 +248,12 @@ fn main() {
         new_firsts.extend(t);
         ready += r;
         let runs = [
-            floor(turns),
+            floor(turns, ""),
             native(turns),
-            replay(Replay::Direct, turns).0,
-            replay(Replay::ShimCold, turns).0,
+            replay(Replay::Direct, turns, "").0,
+            replay(Replay::ShimCold, turns, "").0,
             {
-                let (t, m) = replay(Replay::ShimWarm, turns);
+                let (t, m) = replay(Replay::ShimWarm, turns, "");
                 memory = m.or(memory);
                 t
             },
@@ -266,4 +291,48 @@ fn main() {
             keeper as f64 / (1 << 20) as f64
         );
     }
+    big_transcripts(turns.min(6), rounds);
+}
+
+/// The same ways with a document pasted into turn 1 (`BENCH_BIG_KIB`,
+/// default 1024), so every later transcript is at least that big: the goal
+/// is warm turns at the floor + 30 ms at 1 MiB.
+fn big_transcripts(turns: usize, rounds: usize) {
+    let kib = env_or("BENCH_BIG_KIB", 1024);
+    if kib == 0 {
+        return;
+    }
+    let doc = document(kib << 10);
+    let mut rows: [(&str, Vec<f64>); 4] = [
+        ("one live CLI, a line per turn (the floor)", vec![]),
+        ("the replaying client, no shim", vec![]),
+        ("through the shim, cold (CLAUDE_SHIM_WARM=0)", vec![]),
+        ("through the shim, warm", vec![]),
+    ];
+    for _ in 0..rounds {
+        let runs = [
+            floor(turns, &doc),
+            replay(Replay::Direct, turns, &doc).0,
+            replay(Replay::ShimCold, turns, &doc).0,
+            replay(Replay::ShimWarm, turns, &doc).0,
+        ];
+        for (row, t) in rows.iter_mut().zip(runs) {
+            row.1.extend_from_slice(&t[1..]);
+        }
+    }
+    println!(
+        "\n{kib} KiB transcripts (a document in turn 1), turns 2..{turns} x {rounds} rounds, median"
+    );
+    let floor = median(rows[0].1.clone());
+    for (name, t) in &rows {
+        let m = median(t.clone());
+        println!(
+            "{name:<84} {m:>8.0}ms   {:+.0} ms over the floor",
+            m - floor
+        );
+    }
+    println!(
+        "goal: warm <= floor + 30 ms at 1 MiB; measured {:+.0} ms",
+        median(rows[3].1.clone()) - floor
+    );
 }
