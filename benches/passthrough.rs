@@ -24,7 +24,8 @@ fn shim_exe() -> PathBuf {
 const PROBED_FAKE: &str = r#"#!/bin/sh
 case "$1" in
 --version) echo "2.1.330 (Claude Code)" ;;
---help) echo "--resume --fork-session --session-id" ;;
+--help) printf '  -r, --resume [value]  Resume\n  --fork-session  Fork\n  --session-id <uuid>  Use\n' ;;
+# the hidden --resume-session-at is found in the binary: this line names it
 esac
 exit 0
 "#;
@@ -33,7 +34,8 @@ exit 0
 const FIRST_BYTE_FAKE: &str = r#"#!/bin/sh
 case "$1" in
 --version) echo "2.1.330 (Claude Code)"; exit 0 ;;
---help) echo "--resume --fork-session --session-id"; exit 0 ;;
+--help) printf '  -r, --resume [value]  Resume\n  --fork-session  Fork\n  --session-id <uuid>  Use\n'; exit 0 ;;
+# the hidden --resume-session-at is found in the binary: this line names it
 esac
 printf x
 exec sleep 0.1

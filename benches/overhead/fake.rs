@@ -65,8 +65,12 @@ pub fn main(mode: &str) -> ! {
         let text = if args[0] == "--version" {
             "2.1.330 (Claude Code)\n"
         } else {
-            "Usage: claude [options] [command] [prompt]\n  -r, --resume [value]  --fork-session  \
-             --session-id <uuid>  --resume-session-at <id>  --output-format <format>\n"
+            // One option per line, as the real `--help` (the probe reads the
+            // first column); the hidden `--resume-session-at` is found in
+            // the binary, which this string puts there.
+            "Usage: claude [options] [command] [prompt]\n  -r, --resume [value]  Resume\n  \
+             --fork-session  Fork\n  --session-id <uuid>  Use\n  --output-format <format>  \
+             Format\n  (hidden: --resume-session-at <id>)\n"
         };
         let _ = out.write_all(text.as_bytes());
         std::process::exit(0);

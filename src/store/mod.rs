@@ -27,6 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// How often a turn on a shared store does each housekeeping task.
+pub const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(60);
+
 pub const DB_FILE: &str = "shim.db";
 /// Management commands wait this long for another process's lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -148,6 +151,32 @@ impl Store {
     /// through it, and the Claude config dir is not part of a scope).
     pub fn is_shared(&self) -> bool {
         self.shared.is_some()
+    }
+
+    /// Whether a turn should do housekeeping `what` (dropping old attempts,
+    /// sweeping ephemeral sessions) now. Always on a local file, where it
+    /// costs microseconds; on a shared store, where each is a round trip,
+    /// once per [`HOUSEKEEPING_EVERY`] per host (a marker in the data dir;
+    /// `gc` sweeps the rest).
+    pub fn housekeeping_due(&self, what: &str) -> bool {
+        if !self.is_shared() {
+            return true;
+        }
+        let Ok(dir) = DataDir::open() else {
+            return true;
+        };
+        let marker = dir.join(format!("housekeeping-{what}"));
+        let recent = std::fs::symlink_metadata(&marker)
+            .ok()
+            .filter(|m| m.file_type().is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age < HOUSEKEEPING_EVERY);
+        if recent {
+            return false;
+        }
+        let _ = crate::whole_file::write(&marker, b"", 0o600);
+        true
     }
 
     /// The shared backend, if this store is one.

@@ -414,8 +414,10 @@ impl Attempts {
         // Only a retry within its window reads them (a day at least: callers
         // may set different windows).
         let keep = env::retry_window().max(std::time::Duration::from_secs(86_400));
-        if let Err(e) = store.prune_attempts(store.now() - keep.as_secs() as i64) {
-            error!("dropping old attempts: {e:#}");
+        if store.housekeeping_due("attempts") {
+            if let Err(e) = store.prune_attempts(store.now() - keep.as_secs() as i64) {
+                error!("dropping old attempts: {e:#}");
+            }
         }
         let id = store.start_attempt(
             &turn.node,
@@ -761,9 +763,12 @@ pub fn unchanged(
 }
 
 /// Delete the files of ephemeral sessions that are superseded or idle past
-/// their TTL (a few per turn; `gc` sweeps the rest).
+/// their TTL (a few per turn, once a minute on a shared store; `gc` sweeps the rest).
 pub fn sweep_ephemeral(place: &Place) {
     let store = place.store.lock();
+    if !store.housekeeping_due("ephemeral") {
+        return;
+    }
     let idle_before = store.now() - env::ephemeral_ttl().as_secs() as i64;
     let expired = match store.expired_ephemeral(idle_before, lookup::alive) {
         Ok(e) => e,

@@ -283,3 +283,59 @@ fn a_store_that_does_not_answer_costs_a_turn_its_budget_not_more() {
     }
     println!("turn budget: {} ms", TURN_BUDGET.as_millis());
 }
+
+/// A fleet turn's round trips are counted, not timed: the statements the
+/// server ran (pg_stat_statements) for a first turn and for a resumed one,
+/// through the shim and the fake CLI. Each is bounded; on failure the
+/// statements are listed.
+#[test]
+fn a_fleet_turn_makes_a_bounded_number_of_statements() {
+    use crate::support::clients::{Chat, Client};
+    use crate::support::turns::say;
+    use crate::support::Sandbox;
+    let pg = PgServer::start();
+    let url = pg.create_db("counted");
+    pg.psql("counted", "CREATE EXTENSION pg_stat_statements");
+    let mut w = Sandbox::new();
+    w.set_env("CLAUDE_SHIM_STORE", &url)
+        .set_env("CLAUDE_SHIM_WARM", "0");
+    let mut chat = Chat::new(Client::Wrapper);
+    // Turn 1 connects, migrates and probes; the turns after are the steady state.
+    say(&w, &mut chat, "first question <<a.1>>");
+    say(&w, &mut chat, "second question <<a.2>>");
+    let counted = |what: &str, bound: i64| {
+        let listed = pg.psql(
+            "counted",
+            "SELECT calls || ' ' || regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements \
+             WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY calls DESC",
+        );
+        let total: i64 = listed
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse::<i64>().ok())
+            .sum();
+        eprintln!("{what}: {total} statements\n{listed}");
+        assert!(
+            total <= bound,
+            "{what}: {total} statements, bound {bound}:\n{listed}"
+        );
+        total
+    };
+    for (k, what) in [(3, "a resumed turn"), (4, "another resumed turn")] {
+        pg.psql("counted", "SELECT pg_stat_statements_reset()");
+        say(&w, &mut chat, &format!("question {k} <<a.{k}>>"));
+        // 16 statements in 14 round trips (try_lease runs two inside it):
+        // 19 before the manifest was remembered within a turn and the
+        // housekeeping ran once a minute per host instead of every turn.
+        counted(what, 16);
+        let kind = pg.psql(
+            "counted",
+            "SELECT kind FROM claude_shim.runs ORDER BY at DESC, id DESC LIMIT 1",
+        );
+        assert_eq!(kind, "resumed", "{what}");
+    }
+    // A new conversation's first turn in a scope the store knows.
+    pg.psql("counted", "SELECT pg_stat_statements_reset()");
+    let mut other = Chat::new(Client::Wrapper);
+    say(&w, &mut other, "another conversation <<b.1>>");
+    counted("a new conversation's first turn", 10);
+}

@@ -131,7 +131,8 @@ impl PgServer {
     pub fn start_again(&mut self) {
         let data = self.data.to_string_lossy().into_owned();
         let opts = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200",
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200 \
+             -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all",
             self.port, data
         );
         let log = self.data.join("server.log").to_string_lossy().into_owned();

@@ -114,6 +114,11 @@ pub struct Pg {
     /// `host:pid`, written as the lease holder.
     holder: String,
     host: String,
+    /// Transcript manifests read (and appended to) by this process: a turn
+    /// reads one when it hydrates and again when it uploads. Appends are
+    /// conditional on the stored end, so a stale entry makes an upload
+    /// fail (as a race would), never write in the wrong place.
+    manifests: std::collections::HashMap<String, Vec<crate::store::transcripts::Chunk>>,
 }
 
 /// Run `$body` (an async block using `$c: &mut Client`) as one bounded call.
@@ -173,6 +178,7 @@ impl Pg {
             io,
             client,
             held: HashSet::new(),
+            manifests: Default::default(),
             holder: format!("{host}:{}", std::process::id()),
             host,
         };

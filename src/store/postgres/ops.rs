@@ -199,6 +199,7 @@ impl Pg {
     }
 
     pub fn drop_session(&mut self, session: &str) -> Result<()> {
+        self.manifests.remove(session);
         call!(self, "forgetting a session", |c| {
             c.x(
                 "WITH p AS (DELETE FROM pins WHERE session = $1),
@@ -524,6 +525,12 @@ impl Pg {
 
     /// A session's transcript chunks, in order, without their bytes.
     pub fn transcript_manifest(&mut self, session: &str) -> Result<Vec<Chunk>> {
+        if let Some(known) = self.manifests.get(session) {
+            return Ok(known.clone());
+        }
+        // Only a turn remembers (a few seconds, its session leased); the
+        // keeper and management commands live long and read afresh.
+        let remember = self.io.patience == super::Patience::Turn;
         let rows = call!(self, "reading a transcript's chunks", |c| {
             c.q(
                 "SELECT start, len, sha256 FROM transcript_chunks WHERE session = $1
@@ -532,14 +539,18 @@ impl Pg {
             )
             .await
         })?;
-        Ok(rows
+        let chunks: Vec<Chunk> = rows
             .iter()
             .map(|r| Chunk {
                 start: r.get::<_, i64>(0) as u64,
                 len: r.get::<_, i64>(1) as u64,
                 sha256: r.get(2),
             })
-            .collect())
+            .collect();
+        if remember {
+            self.manifests.insert(session.to_owned(), chunks.clone());
+        }
+        Ok(chunks)
     }
 
     /// The chunks from byte `from` on (a chunk boundary), with their bytes.
@@ -582,6 +593,7 @@ impl Pg {
         let mut at = start;
         for piece in data.chunks(CHUNK_MAX) {
             let sha = crate::store::transcripts::sha256(piece);
+            let kept = sha.clone();
             let host = &host;
             let wrote = call!(self, "uploading a transcript", |c| {
                 c.x(
@@ -603,11 +615,22 @@ impl Pg {
                 .await
             })?;
             if wrote == 0 {
+                self.manifests.remove(session);
                 let end = self
                     .transcript_manifest(session)?
                     .last()
                     .map_or(0, Chunk::end);
                 bail!("the stored transcript of {session} ends at byte {end}, not {at}");
+            }
+            match self.manifests.get_mut(session) {
+                Some(known) if known.last().map_or(0, Chunk::end) == at => known.push(Chunk {
+                    start: at,
+                    len: piece.len() as u64,
+                    sha256: kept,
+                }),
+                _ => {
+                    self.manifests.remove(session);
+                }
             }
             at += piece.len() as u64;
         }

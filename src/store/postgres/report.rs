@@ -126,6 +126,7 @@ impl Pg {
     }
 
     pub fn forget_sessions(&mut self, sessions: &[String]) -> Result<Removed> {
+        self.manifests.clear();
         call!(self, "forgetting sessions", |c| {
             let tx = c.transaction().await?;
             let mut removed = Removed::default();
@@ -143,6 +144,7 @@ impl Pg {
     }
 
     pub fn forget_cwd(&mut self, cwd: &str) -> Result<Removed> {
+        self.manifests.clear();
         call!(self, "forgetting a directory", |c| {
             let tx = c.transaction().await?;
             let pins = tx.x("DELETE FROM pins WHERE cwd = $1", &[&cwd]).await? as usize;
@@ -158,6 +160,7 @@ impl Pg {
     }
 
     pub fn forget_all(&mut self) -> Result<Removed> {
+        self.manifests.clear();
         call!(self, "forgetting everything", |c| {
             let tx = c.transaction().await?;
             let pins = tx.x("DELETE FROM pins", &[]).await? as usize;
