@@ -248,6 +248,21 @@ impl Store {
             .flatten())
     }
 
+    /// On a shared store, a turn's lookup in one round trip: the session's
+    /// head, and its lease taken when that head is `head` (`None`: not
+    /// tried). `None` on a local store: ask [`Store::session_head`].
+    pub fn head_and_lease(
+        &self,
+        session: &str,
+        head: Option<&str>,
+    ) -> Result<Option<(Option<String>, Option<Lease>)>> {
+        let now = self.now();
+        match self.pg() {
+            Some(mut pg) => pg.head_and_lease(session, head, now).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Take the in-place lease on `session` for `pid` if its head is still
     /// `head` and no live holder has it. Head check and lease are one
     /// IMMEDIATE transaction, so a turn that just moved the head cannot be

@@ -177,16 +177,28 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
     };
     found.preamble_changed = pin.preamble_hash != PreambleHash::of(q.conv.preamble.as_deref());
     let at = pin.assistant_uuid.as_deref();
-    let head_in_store = place.store.lock().session_head(&pin.session)?;
     // A fleet: the lease first (a draining holder on another host uploads
     // its turn before it lets go), then this host's copy of the file made
-    // the stored one (see `crate::fleet`).
+    // the stored one (see `crate::fleet`). The head and a first try at the
+    // lease are one round trip.
     let mut lease = None;
     let mut here = true;
+    let first_try = match shared && mode == Mode::Turn {
+        true => place.store.lock().head_and_lease(&pin.session, at)?,
+        false => None,
+    };
+    let head_in_store = match &first_try {
+        Some((head, _)) => head.clone(),
+        None => place.store.lock().session_head(&pin.session)?,
+    };
     if shared && mode == Mode::Turn {
-        if head_in_store.as_deref() == at {
-            lease = Some(take_lease(&place.store, &pin.session, at)?);
-        }
+        lease = match first_try.and_then(|(_, l)| l) {
+            // A draining holder: wait for it as `take_lease` does.
+            Some(Lease::Held { draining: true }) => {
+                Some(take_lease(&place.store, &pin.session, at)?)
+            }
+            tried => tried,
+        };
         let leased = lease == Some(Lease::Taken);
         here = crate::fleet::bring_here(place, &pin.session, at, leased);
     }

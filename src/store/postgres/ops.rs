@@ -227,23 +227,80 @@ impl Pg {
     /// taken only while the head is still `head` (checked under the row's
     /// lock). Held elsewhere: say whether that holder is draining.
     pub fn try_lease(&mut self, session: &str, head: Option<&str>, now: i64) -> Result<Lease> {
+        Ok(self
+            .lease(session, head, now, false)?
+            .1
+            .unwrap_or(Lease::NotHead))
+    }
+
+    /// A turn's lookup in one round trip: the session's head in the store,
+    /// and the lease when that head is `head` (a session without a row has
+    /// no head). `None`: not tried, the head differs.
+    pub fn head_and_lease(
+        &mut self,
+        session: &str,
+        head: Option<&str>,
+        now: i64,
+    ) -> Result<(Option<String>, Option<Lease>)> {
+        self.lease(session, head, now, true)
+    }
+
+    /// What the schema's `try_lease` function does, as one plain statement
+    /// that also returns the head: a PL/pgSQL function is compiled on its
+    /// first call in each backend, and every turn is a new backend (~0.4 ms
+    /// a turn). CASE evaluates its branches in order, so the advisory lock
+    /// is tried only when the head matches and this connection does not
+    /// hold it already (session-level advisory locks stack); the CTEs
+    /// referenced more than once are evaluated once. `rowless_has_no_head`:
+    /// a session without a row matches only `head = None` (the lookup);
+    /// else it matches any head (a new session's first lease). The function
+    /// stays in the schema for replicas running an older claude-shim.
+    fn lease(
+        &mut self,
+        session: &str,
+        head: Option<&str>,
+        now: i64,
+        rowless_has_no_head: bool,
+    ) -> Result<(Option<String>, Option<Lease>)> {
         let key = lease_key(session);
         let mine = self.held.contains(session);
         let holder = self.holder.clone();
         let answer = call!(self, "taking the lease", |c| {
             c.q_one(
-                "SELECT try_lease($1, $2, $3, $4, $5, $6)",
-                &[&session, &head, &key, &mine, &holder, &now],
+                "WITH cur AS (
+                    SELECT head_uuid, draining FROM sessions WHERE session = $1 FOR UPDATE),
+                 verdict AS (
+                    SELECT CASE
+                        WHEN ($7 OR EXISTS (SELECT 1 FROM cur))
+                             AND (SELECT head_uuid FROM cur) IS DISTINCT FROM $2 THEN 'not-head'
+                        WHEN $4 THEN 'taken'
+                        WHEN pg_try_advisory_lock($3) THEN 'taken'
+                        WHEN COALESCE((SELECT draining FROM cur), false) THEN 'held-draining'
+                        ELSE 'held'
+                    END AS v),
+                 up AS (
+                    INSERT INTO sessions (session, lease_holder, lease_backend, draining, used_at)
+                    SELECT $1, $5, pg_backend_pid(), false, $6 FROM verdict WHERE v = 'taken'
+                    ON CONFLICT (session) DO UPDATE SET lease_holder = excluded.lease_holder,
+                        lease_backend = excluded.lease_backend, draining = false,
+                        used_at = excluded.used_at)
+                 SELECT v, (SELECT head_uuid FROM cur) FROM verdict",
+                &[
+                    &session,
+                    &head,
+                    &key,
+                    &mine,
+                    &holder,
+                    &now,
+                    &rowless_has_no_head,
+                ],
             )
             .await
-            .map(|r| r.get::<_, String>(0))
+            .map(|r| (r.get::<_, String>(0), r.get::<_, Option<String>>(1)))
         });
-        let lease = match answer.as_deref() {
-            Ok("taken") => Lease::Taken,
-            Ok("not-head") => Lease::NotHead,
-            Ok("held-draining") => Lease::Held { draining: true },
-            Ok(_) => Lease::Held { draining: false },
-            Err(_) => {
+        let (verdict, stored_head) = match answer {
+            Ok(a) => a,
+            Err(e) => {
                 // Should the lock have been taken before the row failed, it
                 // outlives the statement: give it back.
                 if !mine {
@@ -251,13 +308,19 @@ impl Pg {
                         c.x("SELECT pg_advisory_unlock($1)", &[&key]).await
                     });
                 }
-                return answer.map(|_| Lease::NotHead);
+                return Err(e);
             }
         };
-        if lease == Lease::Taken {
+        let lease = match verdict.as_str() {
+            "taken" => Some(Lease::Taken),
+            "not-head" => None,
+            "held-draining" => Some(Lease::Held { draining: true }),
+            _ => Some(Lease::Held { draining: false }),
+        };
+        if lease == Some(Lease::Taken) {
             self.held.insert(session.to_owned());
         }
-        Ok(lease)
+        Ok((stored_head, lease))
     }
 
     pub fn mark_draining(&mut self, session: &str) -> Result<()> {
