@@ -71,6 +71,7 @@ impl Run for Gc {
             writeln!(out, "nothing to collect (nothing is recorded yet)")?;
             return Ok(());
         };
+        let width = super::style::terminal_width();
         let config = crate::env::claude_config_dir();
         let (span, why) = pin_span(self.older_than, config.as_deref());
         let now = crate::store::now();
@@ -86,10 +87,13 @@ impl Run for Gc {
                 .collect(),
             _ => {
                 let dir = projects.map_or("<no HOME>".into(), |p| p.display().to_string());
-                writeln!(
+                human::say(
                     out,
-                    "{dir} does not exist: not checking for gone session files \
+                    &format!(
+                        "{dir} does not exist: not checking for gone session files \
                      (set CLAUDE_CONFIG_DIR to the config dir your tools use)"
+                    ),
+                    width,
                 )?;
                 Vec::new()
             }
@@ -98,14 +102,17 @@ impl Run for Gc {
         let runs_text = duration::exact(self.runs_older_than.as_secs());
         if self.dry_run {
             let would = store.count_prunable(&gone, pins_before, runs_before)?;
-            writeln!(
+            human::say(
                 out,
-                "would drop {} pin(s) (of {} session(s) whose files are gone, or unused for \
+                &format!(
+                    "would drop {} pin(s) (of {} session(s) whose files are gone, or unused for \
                  longer than the cutoff of {span_text}, set by {why}) and {} runs row(s) older \
                  than {runs_text}",
-                would.pins,
-                gone.len(),
-                would.runs
+                    would.pins,
+                    gone.len(),
+                    would.runs
+                ),
+                width,
             )?;
             return Ok(());
         }
@@ -113,24 +120,33 @@ impl Run for Gc {
         let removed = store.prune(&gone, pins_before, runs_before)?;
         store.vacuum()?;
         let size_after = crate::store::report::size_on_disk(&store.path);
-        writeln!(
+        human::say(
             out,
-            "dropped {} pin(s) (of {} session(s) whose files are gone, or unused for longer \
+            &format!(
+                "dropped {} pin(s) (of {} session(s) whose files are gone, or unused for longer \
              than the cutoff of {span_text}, set by {why})",
-            removed.pins,
-            gone.len()
+                removed.pins,
+                gone.len()
+            ),
+            width,
         )?;
-        writeln!(
+        human::say(
             out,
-            "dropped {} session record(s) no pin needs any more, and {} runs row(s) (the data \
+            &format!(
+                "dropped {} session record(s) no pin needs any more, and {} runs row(s) (the data \
              behind `stats` and `log`) older than {runs_text}",
-            removed.sessions, removed.runs
+                removed.sessions, removed.runs
+            ),
+            width,
         )?;
-        writeln!(
+        human::say(
             out,
-            "database {} -> {} after VACUUM",
-            human::bytes(size_before as i64),
-            human::bytes(size_after as i64)
+            &format!(
+                "database {} -> {} after VACUUM",
+                human::bytes(size_before as i64),
+                human::bytes(size_after as i64)
+            ),
+            width,
         )?;
         Ok(())
     }

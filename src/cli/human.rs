@@ -99,6 +99,35 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// `label` then `text`, wrapped to `width` columns with later lines
+/// indented to the label's width (`None`: one line, as for a pipe).
+pub fn hanging(label: &str, text: &str, width: Option<usize>) -> Vec<String> {
+    let indent = label.chars().count();
+    let Some(width) = width else {
+        return vec![format!("{label}{text}")];
+    };
+    let lines = wrap(text, width.saturating_sub(indent).max(20));
+    if lines.is_empty() {
+        return vec![label.trim_end().to_owned()];
+    }
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| match i {
+            0 => format!("{label}{l}"),
+            _ => format!("{}{l}", " ".repeat(indent)),
+        })
+        .collect()
+}
+
+/// A paragraph of prose, wrapped to `width` columns (`None`: one line).
+pub fn say(out: &mut dyn std::io::Write, text: &str, width: Option<usize>) -> std::io::Result<()> {
+    for l in hanging("", text, width) {
+        writeln!(out, "{l}")?;
+    }
+    Ok(())
+}
+
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];

@@ -347,14 +347,11 @@ pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Re
         }
     }
     if cells.iter().any(|c| c[5] == "unknown" || c[6] == "unknown") {
-        writeln!(
-            out,
-            "{}",
-            v.style.dim(
-                "unknown: not known for that turn (text output reports no cost; a failed \
-                 turn or a row of an older claude-shim may have no usage); never counted as 0"
-            )
-        )?;
+        let legend = "unknown: not known for that turn (text output reports no cost; a failed \
+                      turn or a row of an older claude-shim may have no usage); never counted as 0";
+        for l in human::hanging("", legend, v.width) {
+            writeln!(out, "{}", v.style.dim(&l))?;
+        }
     }
     Ok(())
 }
@@ -526,17 +523,20 @@ mod tests {
 
     #[test]
     fn a_terminal_of_80_columns_gets_a_table_that_fits() {
+        let unknown = LogRow {
+            cost_usd: None,
+            ..row("2026-11-21 10:00", "fresh", Some("a text-output turn"))
+        };
         let rows = [
             row("2026-11-22 14:03", "resumed", Some("why")),
             row("2026-11-20 09:30", "fresh", None),
+            unknown,
         ];
         let wide = text(&rows, &view(Some(200)));
         assert!(wide.contains("~/proj/app") && wide.contains("10/800/12,000/300"));
         let narrow = text(&rows, &view(Some(80)));
-        for l in narrow.lines().filter(|l| !l.starts_with(INDENT)) {
-            if l.starts_with("kind:") {
-                continue;
-            }
+        assert!(narrow.contains("unknown: not known"), "{narrow}");
+        for l in narrow.lines() {
             assert!(
                 l.chars().count() <= 80,
                 "{} columns: {l:?}",

@@ -51,27 +51,40 @@ fn rows(pins: Vec<PinRow>, now: i64, config_dir: Option<&Path>) -> Vec<Row> {
         .collect()
 }
 
+/// The table; fitted to `width` columns when given (a terminal): sessions
+/// as their 8-character prefix (every command takes one), the cwd's end,
+/// the reply preview in what is left.
 pub fn render(
     out: &mut dyn Write,
     rows: &[Row],
     home: Option<&str>,
     s: Style,
+    width: Option<usize>,
 ) -> std::io::Result<()> {
     if rows.is_empty() {
         return writeln!(out, "no pinned conversations");
     }
-    let cwds: Vec<String> = rows.iter().map(|r| human::tilde(&r.cwd, home)).collect();
+    let (sid_w, cwd_max) = match width {
+        Some(_) => (8, 20),
+        None => (36, 40),
+    };
+    let cwds: Vec<String> = rows
+        .iter()
+        .map(|r| human::tail(&human::tilde(&r.cwd, home), cwd_max))
+        .collect();
     let cwd_w = cwds
         .iter()
         .map(|c| c.chars().count())
         .max()
         .unwrap_or(3)
-        .clamp(3, 40);
+        .clamp(3, cwd_max);
+    // age, turns, session, cwd and the gaps between them.
+    let before_preview = 5 + 1 + 5 + 2 + sid_w + 2 + cwd_w + 2;
     writeln!(
         out,
         "{}",
         s.bold(&format!(
-            "{:<5} {:>5}  {:<36}  {}  last reply",
+            "{:<5} {:>5}  {:<sid_w$}  {}  last reply",
             "age",
             "turns",
             "session",
@@ -79,19 +92,23 @@ pub fn render(
         ))
     )?;
     for (r, cwd) in rows.iter().zip(&cwds) {
-        let gone = if r.session_file.is_none() {
-            s.yellow(" (session file gone)")
-        } else {
-            String::new()
+        const GONE: &str = " (session file gone)";
+        let gone = r.session_file.is_none();
+        let preview_w = match width {
+            Some(w) => w
+                .saturating_sub(before_preview + if gone { GONE.len() } else { 0 })
+                .max(12),
+            None => PREVIEW,
         };
         writeln!(
             out,
-            "{:<5} {:>5}  {:<36}  {}  {}{gone}",
+            "{:<5} {:>5}  {:<sid_w$}  {}  {}{}",
             duration::short(r.age_secs),
             r.turns,
-            r.session,
+            r.session.get(..sid_w).unwrap_or(&r.session),
             human::cell(cwd, cwd_w),
-            human::preview(&r.reply_preview, PREVIEW),
+            human::preview(&r.reply_preview, preview_w),
+            if gone { s.yellow(GONE) } else { String::new() },
         )?;
     }
     Ok(())
@@ -112,7 +129,8 @@ impl Run for Pins {
             return Ok(());
         }
         let home = std::env::var("HOME").ok();
-        render(out, &rows, home.as_deref(), Style::for_stdout())?;
+        let width = super::style::terminal_width();
+        render(out, &rows, home.as_deref(), Style::for_stdout(), width)?;
         Ok(())
     }
 }
@@ -133,7 +151,7 @@ mod tests {
         }];
         let rows = rows(pins, 1000 + 7200, None);
         let mut out = Vec::new();
-        render(&mut out, &rows, Some("/home/u"), Style::PLAIN).unwrap();
+        render(&mut out, &rows, Some("/home/u"), Style::PLAIN, None).unwrap();
         let text = String::from_utf8(out).unwrap();
         let line = text.lines().nth(1).unwrap();
         assert!(line.starts_with("2h        4  6e8e0435-"), "{line}");
@@ -142,5 +160,35 @@ mod tests {
             line.contains("Sure. Here is the plan (session file gone)"),
             "{line}"
         );
+    }
+
+    #[test]
+    fn a_terminal_of_80_columns_gets_a_table_that_fits() {
+        let pins = vec![PinRow {
+            session: "6e8e0435-8e12-4245-aa25-f674ed4e97a7".into(),
+            cwd: "/home/u/work/clients/acme/a-rather-long-project-name/app".into(),
+            turns: 575,
+            created_at: 1000,
+            reply_preview: "a long reply ".repeat(20),
+            pins: 4,
+        }];
+        let rows = rows(pins, 1000 + 7200, None);
+        let mut out = Vec::new();
+        render(&mut out, &rows, Some("/home/u"), Style::PLAIN, Some(80)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= 80,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+        }
+        let line = text.lines().nth(1).unwrap();
+        assert!(
+            line.contains("  6e8e0435  …"),
+            "an id prefix, the cwd's end: {line}"
+        );
+        assert!(line.contains("name/app"), "{line}");
+        assert!(line.contains("(session file gone)"), "{line}");
     }
 }

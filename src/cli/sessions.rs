@@ -53,10 +53,7 @@ impl Run for Sessions {
         let view = View {
             now: crate::store::now(),
             home: std::env::var("HOME").ok(),
-            width: std::env::var("COLUMNS")
-                .ok()
-                .and_then(|c| c.parse().ok())
-                .or_else(style::terminal_width),
+            width: style::terminal_width(),
             style: Style::for_stdout(),
             all: matches!(which, Which::All),
         };

@@ -77,18 +77,42 @@ impl Run for Stats {
         }
         let span = duration::exact(self.since.as_secs());
         let scope = cwd.map_or(String::new(), |c| format!(" in {c}"));
-        render(out, &t, &format!("last {span}{scope}"), Style::for_stdout())?;
+        let width = super::style::terminal_width();
+        render(
+            out,
+            &t,
+            &format!("last {span}{scope}"),
+            Style::for_stdout(),
+            width,
+        )?;
         Ok(())
     }
 }
 
 /// The human report.
-pub fn render(out: &mut dyn Write, t: &Tally, title: &str, s: Style) -> std::io::Result<()> {
+/// The human report, its prose wrapped to `width` columns (`None`: a pipe).
+pub fn render(
+    out: &mut dyn Write,
+    t: &Tally,
+    title: &str,
+    s: Style,
+    width: Option<usize>,
+) -> std::io::Result<()> {
     let k = &t.total;
+    let para = |out: &mut dyn Write, label: &str, text: &str| -> std::io::Result<()> {
+        for l in human::hanging(label, text, width) {
+            writeln!(out, "{l}")?;
+        }
+        Ok(())
+    };
     writeln!(out, "{}", s.bold(&format!("claude-shim stats, {title}")))?;
     if k.turns == 0 {
         writeln!(out, "no managed turns recorded")?;
-        writeln!(out, "pass-through    not counted ({PASS_THROUGH_NOTE})")?;
+        para(
+            out,
+            "pass-through    ",
+            &format!("not counted ({PASS_THROUGH_NOTE})"),
+        )?;
         return Ok(());
     }
     let n = human::count;
@@ -132,17 +156,20 @@ pub fn render(out: &mut dyn Write, t: &Tally, title: &str, s: Style) -> std::io:
         human::bytes(k.bytes_sent),
         human::bytes(k.bytes_stripped)
     )?;
-    writeln!(out, "tokens          {}", tokens_line(k))?;
-    writeln!(out, "cost            {}", cost_line(k))?;
+    para(out, "tokens          ", &tokens_line(k))?;
+    para(out, "cost            ", &cost_line(k))?;
     if let Some(line) = replay_line(k) {
-        writeln!(out, "replayed        {line}")?;
+        para(out, "replayed        ", &line)?;
     }
     if let Some(saved) = k.saved_tokens {
-        writeln!(
+        para(
             out,
-            "saved tokens    ~{} billed-equivalent input tokens over {} of known usage (estimate)",
-            human::count(saved),
-            turns(k.turns - k.turns_tokens_unknown)
+            "saved tokens    ",
+            &format!(
+                "~{} billed-equivalent input tokens over {} of known usage (estimate)",
+                human::count(saved),
+                turns(k.turns - k.turns_tokens_unknown)
+            ),
         )?;
     }
     writeln!(out)?;
@@ -166,7 +193,9 @@ pub fn render(out: &mut dyn Write, t: &Tally, title: &str, s: Style) -> std::io:
         )?;
     }
     writeln!(out)?;
-    writeln!(out, "{}", s.dim(FOOTNOTE))?;
+    for l in human::hanging("", FOOTNOTE, width) {
+        writeln!(out, "{}", s.dim(&l))?;
+    }
     Ok(())
 }
 
@@ -286,7 +315,14 @@ mod tests {
             row("2026-01-02", "fallback"),
         ];
         let mut out = Vec::new();
-        render(&mut out, &tally::tally(&rows), "last 7d", Style::PLAIN).unwrap();
+        render(
+            &mut out,
+            &tally::tally(&rows),
+            "last 7d",
+            Style::PLAIN,
+            None,
+        )
+        .unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(!text.contains('\x1b'), "plain has no escapes");
         assert!(text.contains("turns           5"), "{text}");
@@ -315,7 +351,14 @@ mod tests {
             unknown("2026-01-02"),
         ];
         let mut out = Vec::new();
-        render(&mut out, &tally::tally(&rows), "last 7d", Style::PLAIN).unwrap();
+        render(
+            &mut out,
+            &tally::tally(&rows),
+            "last 7d",
+            Style::PLAIN,
+            None,
+        )
+        .unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains("cost            $0.03 actual (3 turns known; 2 turns unknown)"),
@@ -341,6 +384,7 @@ mod tests {
             &tally::tally(&[unknown("2026-01-02")]),
             "last 7d",
             Style::PLAIN,
+            None,
         )
         .unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -361,10 +405,46 @@ mod tests {
             &Tally::default(),
             "last 7d",
             Style { color: true },
+            None,
         )
         .unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("no managed turns recorded"));
         assert!(text.contains("not counted"));
+    }
+
+    #[test]
+    fn a_terminal_of_80_columns_gets_lines_that_fit() {
+        let failed = RunRow {
+            exit: Some(143),
+            tokens: None,
+            cost_usd: None,
+            ..row("2026-01-02", "resumed")
+        };
+        let rows = [
+            row("2026-01-01", "fresh"),
+            row("2026-01-02", "resumed"),
+            failed,
+        ];
+        for tally in [tally::tally(&rows), Tally::default()] {
+            let mut out = Vec::new();
+            render(&mut out, &tally, "last 7d", Style::PLAIN, Some(80)).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            for l in text.lines() {
+                assert!(
+                    l.chars().count() <= 80,
+                    "{} columns: {l}\n{text}",
+                    l.chars().count()
+                );
+            }
+            let mut wide = Vec::new();
+            render(&mut wide, &tally, "last 7d", Style::PLAIN, None).unwrap();
+            let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(
+                flat(&text),
+                flat(&String::from_utf8(wide).unwrap()),
+                "only wrapped"
+            );
+        }
     }
 }

@@ -145,7 +145,7 @@ impl Run for Status {
             writeln!(out)?;
             return Ok(());
         }
-        render(out, &g, Style::for_stdout())?;
+        render(out, &g, Style::for_stdout(), super::style::terminal_width())?;
         Ok(())
     }
 }
@@ -154,56 +154,79 @@ fn plural(n: i64, one: &str, many: &str) -> String {
     format!("{} {}", human::count(n), if n == 1 { one } else { many })
 }
 
-pub fn render(out: &mut dyn Write, g: &Glance, s: Style) -> std::io::Result<()> {
-    let label = |l: &str| s.bold(&format!("{l:<12}"));
+/// The glance, each value wrapped to `width` columns beside its label
+/// (`None`: a pipe, one line each).
+pub fn render(
+    out: &mut dyn Write,
+    g: &Glance,
+    s: Style,
+    width: Option<usize>,
+) -> std::io::Result<()> {
+    const LABEL: usize = 12;
+    let put = |out: &mut dyn Write, l: &str, value: String| -> std::io::Result<()> {
+        let lines = match width {
+            Some(w) => human::wrap(&value, w.saturating_sub(LABEL + 1).max(20)),
+            None => vec![value],
+        };
+        for (i, line) in lines.iter().enumerate() {
+            match i {
+                0 => writeln!(out, "{} {line}", s.bold(&format!("{l:<LABEL$}")))?,
+                _ => writeln!(out, "{:LABEL$} {line}", "")?,
+            }
+        }
+        Ok(())
+    };
     writeln!(out, "{}", s.bold(&format!("claude-shim {}", g.version)))?;
     // The detail names the mode: "yes, PATH mode: … is the shim".
     let active = match g.mode {
         Some(_) => format!("{},", s.green("yes")),
         None => format!("{}:", s.red("no")),
     };
-    writeln!(out, "{} {active} {}", label("active"), g.active_detail)?;
+    put(out, "active", format!("{active} {}", g.active_detail))?;
     if let Some(fix) = &g.fix {
-        writeln!(out, "{} {} {fix}", label(""), s.bold("fix:"))?;
+        put(out, "", format!("{} {fix}", s.bold("fix:")))?;
     }
     let real = match (&g.real, &g.real_version) {
         (Some(p), Some(v)) => format!("{} ({v})", p.display()),
         (Some(p), None) => format!("{} (version unknown)", p.display()),
         (None, _) => s.red("not found (see `claude-shim doctor`)"),
     };
-    writeln!(out, "{} {real}", label("real claude"))?;
+    put(out, "real claude", real)?;
     if let Some(e) = &g.store_error {
-        writeln!(
+        put(
             out,
-            "{} {} (see `claude-shim doctor`)",
-            label("database"),
-            s.red(&format!("unreadable: {e}"))
+            "database",
+            format!(
+                "{} (see `claude-shim doctor`)",
+                s.red(&format!("unreadable: {e}"))
+            ),
         )?;
     }
-    writeln!(
+    put(
         out,
-        "{} {}",
-        label("pinned"),
-        plural(g.pinned, "conversation", "conversations")
+        "pinned",
+        plural(g.pinned, "conversation", "conversations"),
     )?;
     let w = &g.week;
     if w.turns == 0 {
-        writeln!(out, "{} no managed turns", label("this week"))?;
+        put(out, "this week", "no managed turns".into())?;
     } else {
-        writeln!(
+        put(
             out,
-            "{} {} of {} resumed (resumed or forked)",
-            label("this week"),
-            human::count(w.resumed + w.forked),
-            plural(w.turns, "managed turn", "managed turns"),
+            "this week",
+            format!(
+                "{} of {} resumed (resumed or forked)",
+                human::count(w.resumed + w.forked),
+                plural(w.turns, "managed turn", "managed turns"),
+            ),
         )?;
-        writeln!(out, "{} {}", label("saved"), saved(w))?;
+        put(out, "saved", saved(w))?;
     }
     match &g.last_turn {
-        None => writeln!(out, "{} none recorded", label("last turn"))?,
+        None => put(out, "last turn", "none recorded".into())?,
         Some(t) => {
             let why = t.why.as_deref().unwrap_or("no reason recorded");
-            writeln!(out, "{} {} {}: {why}", label("last turn"), t.when, t.kind)?;
+            put(out, "last turn", format!("{} {}: {why}", t.when, t.kind))?;
         }
     }
     let background = match &g.background {
@@ -216,7 +239,7 @@ pub fn render(out: &mut dyn Write, g: &Glance, s: Style) -> std::io::Result<()> 
             super::duration::exact(b.idle_ttl_secs),
         ),
     };
-    writeln!(out, "{} {background}", label("background"))?;
+    put(out, "background", background)?;
     if !g.active || g.store_error.is_some() {
         writeln!(out, "{}", s.dim("`claude-shim doctor` checks everything"))?;
     }
@@ -288,8 +311,35 @@ mod tests {
 
     fn text(g: &Glance) -> String {
         let mut out = Vec::new();
-        render(&mut out, g, Style::PLAIN).unwrap();
+        render(&mut out, g, Style::PLAIN, None).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_terminal_of_80_columns_gets_lines_that_fit() {
+        let mut g = glance();
+        g.fix = Some(
+            "run `claude-shim install`, add `eval \"$(claude-shim init bash)\"` to ~/.bashrc, \
+             then open a new shell (or `--mode alias` in the init line for this shell only)"
+                .into(),
+        );
+        g.last_turn.as_mut().unwrap().why = Some(
+            "this Claude Code (before 1.0.128) lacks --resume, --session-id, --fork-session \
+             or --resume-session-at, so the turn ran as the caller asked"
+                .into(),
+        );
+        let mut out = Vec::new();
+        render(&mut out, &g, Style::PLAIN, Some(80)).unwrap();
+        let fitted = String::from_utf8(out).unwrap();
+        for l in fitted.lines() {
+            assert!(l.chars().count() <= 80, "{l}\n{fitted}");
+        }
+        assert!(
+            fitted.lines().count() > text(&g).lines().count(),
+            "{fitted}"
+        );
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(flat(&fitted), flat(&text(&g)), "only wrapped");
     }
 
     #[test]

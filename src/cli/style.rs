@@ -48,9 +48,18 @@ impl Style {
     }
 }
 
-/// Columns of the terminal stdout is, if it is one.
+/// The columns to fit: `COLUMNS` when set (as `ls` reads it), else the
+/// width of the terminal stdout is; `None` on a pipe (full lines, for
+/// scripts; `--json` is the machine format).
 pub fn terminal_width() -> Option<usize> {
     use std::os::fd::AsRawFd;
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+    {
+        return Some(n);
+    }
     let stdout = std::io::stdout();
     if !stdout.is_terminal() {
         return None;

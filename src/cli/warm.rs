@@ -107,26 +107,33 @@ fn status(out: &mut dyn Write, json: bool) -> Result<()> {
         writeln!(out)?;
         return Ok(());
     }
+    let width = super::style::terminal_width();
     for s in &silent {
         let until = s.since + crate::warm::unresponsive::FOR.as_secs() as i64;
         let until = crate::store::report::LocalTime::new()
             .and_then(|t| t.format("%H:%M", until))
             .unwrap_or_default();
-        writeln!(
+        human::say(
             out,
-            "warm turns off for {} in {} until {until}: {} (`claude-shim warm stop` tries again now)",
-            s.binary, s.cwd, s.why
+            &format!(
+                "warm turns off for {} in {} until {until}: {} (`claude-shim warm stop` tries again now)",
+                s.binary, s.cwd, s.why
+            ),
+            width,
         )?;
     }
     let Some(s) = status else {
-        writeln!(
+        human::say(
             out,
-            "no keeper is running: no live CLIs (warm turns start one on the next managed turn{})",
-            if crate::env::warm() {
-                ""
-            } else {
-                "; they are off: CLAUDE_SHIM_WARM=0"
-            }
+            &format!(
+                "no keeper is running: no live CLIs (warm turns start one on the next managed turn{})",
+                if crate::env::warm() {
+                    ""
+                } else {
+                    "; they are off: CLAUDE_SHIM_WARM=0"
+                }
+            ),
+            width,
         )?;
         return Ok(());
     };
@@ -162,7 +169,12 @@ fn status(out: &mut dyn Write, json: bool) -> Result<()> {
             l.rss_bytes
                 .map(|b| human::bytes(b as i64))
                 .unwrap_or_else(|| "?".into()),
-            l.cwd
+            // The cells before it take 50 columns; the end of a path tells
+            // directories apart.
+            match width {
+                Some(w) => human::tail(&l.cwd, w.saturating_sub(50).max(12)),
+                None => l.cwd.clone(),
+            }
         )?;
     }
     Ok(())
