@@ -21,6 +21,9 @@ pub struct Forget {
     pub all: bool,
     /// One conversation, by session id or any unique prefix of it (see `claude-shim sessions`).
     pub session: Option<String>,
+    /// Machine-readable output: what was removed.
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn summary(r: Removed) -> String {
@@ -33,7 +36,10 @@ impl Run for Forget {
             if let Some(s) = &self.session {
                 bail!("no pins for session {s} (nothing is recorded yet)");
             }
-            writeln!(out, "nothing to forget (nothing is recorded yet)")?;
+            match self.json {
+                true => writeln!(out, "{}", serde_json::json!(Removed::default()))?,
+                false => writeln!(out, "nothing to forget (nothing is recorded yet)")?,
+            }
             return Ok(());
         };
         let removed = if self.all {
@@ -52,7 +58,10 @@ impl Run for Forget {
         } else {
             bail!("say what to forget: --cwd [DIR], --all or a SESSION id");
         };
-        writeln!(out, "{}", summary(removed))?;
+        match self.json {
+            true => writeln!(out, "{}", serde_json::json!(removed))?,
+            false => writeln!(out, "{}", summary(removed))?,
+        }
         Ok(())
     }
 }

@@ -33,6 +33,25 @@ pub struct Gc {
     /// Say what would be dropped; change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Machine-readable output: what was (or would be) dropped.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `gc --json`.
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    dry_run: bool,
+    /// Pins, session records and runs rows dropped (or that would be).
+    dropped: crate::store::report::Removed,
+    /// Pinned sessions whose files are gone.
+    sessions_gone: usize,
+    pins_older_than_secs: u64,
+    pins_cutoff_set_by: &'a str,
+    runs_older_than_secs: u64,
+    /// Database size before and after VACUUM (null on a dry run or a shared store).
+    size_before: Option<u64>,
+    size_after: Option<u64>,
 }
 
 const DEFAULT_CLEANUP_DAYS: u64 = 30;
@@ -68,7 +87,10 @@ fn pin_span(arg: Option<Duration>, config_dir: Option<&Path>) -> (Duration, Stri
 impl Run for Gc {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
         let Some(mut store) = super::existing_store()? else {
-            writeln!(out, "nothing to collect (nothing is recorded yet)")?;
+            match self.json {
+                true => self.report(out, Default::default(), 0, (0, ""), None)?,
+                false => writeln!(out, "nothing to collect (nothing is recorded yet)")?,
+            }
             return Ok(());
         };
         let width = super::style::terminal_width();
@@ -87,21 +109,26 @@ impl Run for Gc {
                 .collect(),
             _ => {
                 let dir = projects.map_or("<no HOME>".into(), |p| p.display().to_string());
-                human::say(
-                    out,
-                    &format!(
-                        "{dir} does not exist: not checking for gone session files \
+                let note = format!(
+                    "{dir} does not exist: not checking for gone session files \
                      (set CLAUDE_CONFIG_DIR to the config dir your tools use)"
-                    ),
-                    width,
-                )?;
+                );
+                // Never inside the JSON on stdout.
+                match self.json {
+                    true => eprintln!("claude-shim gc: {note}"),
+                    false => human::say(out, &note, width)?,
+                }
                 Vec::new()
             }
         };
         let span_text = duration::exact(span.as_secs());
         let runs_text = duration::exact(self.runs_older_than.as_secs());
+        let cutoff = (span.as_secs(), why.as_str());
         if self.dry_run {
             let would = store.count_prunable(&gone, pins_before, runs_before)?;
+            if self.json {
+                return self.report(out, would, gone.len(), cutoff, None);
+            }
             human::say(
                 out,
                 &format!(
@@ -120,6 +147,10 @@ impl Run for Gc {
         let removed = store.prune(&gone, pins_before, runs_before)?;
         store.vacuum()?;
         let size_after = crate::store::report::size_on_disk(&store.path);
+        if self.json {
+            let sizes = (!store.is_shared()).then_some((size_before, size_after));
+            return self.report(out, removed, gone.len(), cutoff, sizes);
+        }
         human::say(
             out,
             &format!(
@@ -148,6 +179,31 @@ impl Run for Gc {
             ),
             width,
         )?;
+        Ok(())
+    }
+}
+
+impl Gc {
+    fn report(
+        &self,
+        out: &mut dyn Write,
+        dropped: crate::store::report::Removed,
+        sessions_gone: usize,
+        (pins_secs, set_by): (u64, &str),
+        sizes: Option<(u64, u64)>,
+    ) -> Result<()> {
+        let r = Report {
+            dry_run: self.dry_run,
+            dropped,
+            sessions_gone,
+            pins_older_than_secs: pins_secs,
+            pins_cutoff_set_by: set_by,
+            runs_older_than_secs: self.runs_older_than.as_secs(),
+            size_before: sizes.map(|s| s.0),
+            size_after: sizes.map(|s| s.1),
+        };
+        serde_json::to_writer_pretty(&mut *out, &r)?;
+        writeln!(out)?;
         Ok(())
     }
 }

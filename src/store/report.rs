@@ -114,7 +114,7 @@ pub struct PinRow {
 }
 
 /// What a deletion removed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Removed {
     pub pins: usize,
     pub sessions: usize,

@@ -120,7 +120,12 @@ fn forget_by_cwd_and_all() {
         "{out}"
     );
     assert_eq!(sessions(&pins_json(&s, &[])), [S1]);
-    ok(s.cli(&["forget", "--all"]));
+    let v: Value = serde_json::from_str(&ok(s.cli(&["forget", "--all", "--json"]))).unwrap();
+    assert_eq!(
+        (&v["pins"], &v["sessions"]),
+        (&Value::from(2), &Value::from(1)),
+        "{v}"
+    );
     assert!(pins_json(&s, &[]).is_empty());
     assert_eq!(count(&s, "SELECT COUNT(*) FROM sessions"), 0);
 }
@@ -168,6 +173,14 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
     let dry = ok(s.cli(&["gc", "--dry-run"]));
     assert!(dry.contains("would drop 2 pin(s)"), "{dry}");
     assert!(dry.contains("1 runs row(s)"), "{dry}");
+    let v: Value = serde_json::from_str(&ok(s.cli(&["gc", "--dry-run", "--json"]))).unwrap();
+    assert_eq!(
+        (&v["dry_run"], &v["dropped"]["pins"], &v["dropped"]["runs"]),
+        (&Value::Bool(true), &Value::from(2), &Value::from(1)),
+        "{v}"
+    );
+    assert_eq!(v["pins_older_than_secs"], 30 * 86_400, "{v}");
+    assert!(v["size_before"].is_null(), "{v}");
     assert_eq!(
         count(&s, "SELECT COUNT(*) FROM pins"),
         5,

@@ -108,6 +108,11 @@ fn every_subcommand_ends_quietly_when_the_reader_is_gone() {
         ("stats --json", vec!["stats", "--json"]),
         ("sessions --json", vec!["sessions", "--json"]),
         ("route-key --json", vec!["route-key", "--json"]),
+        ("gc --dry-run --json", vec!["gc", "--dry-run", "--json"]),
+        (
+            "forget --json",
+            vec!["forget", "--cwd", "/nowhere", "--json"],
+        ),
         (
             "explain --json",
             vec!["explain", "--json", "transcript.txt"],
