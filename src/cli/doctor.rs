@@ -262,7 +262,8 @@ impl Run for Doctor {
             serde_json::to_writer_pretty(&mut *out, &report)?;
             writeln!(out)?;
         } else {
-            checks::print(out, &checks, super::style::Style::for_stdout())?;
+            let width = super::style::terminal_width();
+            checks::print(out, &checks, super::style::Style::for_stdout(), width)?;
             if failed == 0 {
                 writeln!(out, "claude-shim {}: no problems found", facts.shim_version)?;
             }

@@ -79,11 +79,26 @@ pub fn tail(text: &str, max: usize) -> String {
 }
 
 /// Words into lines of at most `width` characters (a longer word gets a
-/// line of its own).
+/// line of its own). A `code span` is one word: a command is never broken
+/// where pasting it would change what it does.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut open = false;
+    for w in text.split_whitespace() {
+        match (open, words.last_mut()) {
+            (true, Some(last)) => {
+                last.push(' ');
+                last.push_str(w);
+            }
+            _ => words.push(w.to_owned()),
+        }
+        if w.matches('`').count() % 2 == 1 {
+            open = !open;
+        }
+    }
     let mut lines = Vec::new();
     let mut line = String::new();
-    for word in text.split_whitespace() {
+    for word in &words {
         let len = line.chars().count();
         if len > 0 && len + 1 + word.chars().count() > width {
             lines.push(std::mem::take(&mut line));
@@ -97,6 +112,30 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::*;
+
+    #[test]
+    fn wraps_words_but_never_inside_a_code_span() {
+        let text =
+            "fix: run `claude-shim install`, add `eval \"$(claude-shim init bash)\"` to ~/.bashrc";
+        let lines = wrap(text, 24);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == "`eval \"$(claude-shim init bash)\"`"),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("`claude-shim install`,")),
+            "{lines:?}"
+        );
+        assert_eq!(lines.join(" "), text);
+        assert_eq!(wrap("a b c", 3), ["a b", "c"]);
+    }
 }
 
 /// `label` then `text`, wrapped to `width` columns with later lines

@@ -373,7 +373,23 @@ fn errors_check(lines: &[String]) -> Check {
 }
 
 /// One line per check; a problem's fix on the line below.
-pub fn print(out: &mut dyn Write, checks: &[Check], style: Style) -> std::io::Result<()> {
+/// The checks, a line each, their details and fixes wrapped to `width`
+/// columns (`None`: a pipe) under the detail column.
+pub fn print(
+    out: &mut dyn Write,
+    checks: &[Check],
+    style: Style,
+    width: Option<usize>,
+) -> std::io::Result<()> {
+    // "ok    name             ": the detail column starts at 24.
+    const DETAIL: usize = 4 + 2 + 16 + 1;
+    let pad = " ".repeat(DETAIL);
+    let fill = |text: &str, indent: usize| -> Vec<String> {
+        match width {
+            Some(w) => super::super::human::wrap(text, w.saturating_sub(indent).max(20)),
+            None => vec![text.to_owned()],
+        }
+    };
     for c in checks {
         let label = match c.level {
             Level::Ok => style.green("ok  "),
@@ -381,18 +397,22 @@ pub fn print(out: &mut dyn Write, checks: &[Check], style: Style) -> std::io::Re
             Level::Warn => style.yellow("warn"),
             Level::Fail => style.red("FAIL"),
         };
-        let mut lines = c.detail.lines();
-        writeln!(
-            out,
-            "{label}  {:<16} {}",
-            c.name,
-            lines.next().unwrap_or("")
-        )?;
-        for more in lines {
-            writeln!(out, "      {:<16}   {more}", "")?;
+        for (i, detail) in c.detail.lines().enumerate() {
+            for (j, line) in fill(detail, DETAIL + 2).iter().enumerate() {
+                match (i, j) {
+                    (0, 0) => writeln!(out, "{label}  {:<16} {line}", c.name)?,
+                    (0, _) => writeln!(out, "{pad}{line}")?,
+                    _ => writeln!(out, "{pad}  {line}")?,
+                }
+            }
         }
         if let Some(fix) = &c.fix {
-            writeln!(out, "      {:<16} {} {fix}", "", style.bold("fix:"))?;
+            for (j, line) in fill(fix, DETAIL + 5).iter().enumerate() {
+                match j {
+                    0 => writeln!(out, "{pad}{} {line}", style.bold("fix:"))?,
+                    _ => writeln!(out, "{pad}     {line}")?,
+                }
+            }
         }
     }
     Ok(())
@@ -670,11 +690,49 @@ mod tests {
         f.recent_errors = vec!["1700000000 probing failed".into()];
         assert_eq!(worst(&f).0, Level::Info);
         let mut out = Vec::new();
-        print(&mut out, &judge(&f), Style::PLAIN).unwrap();
+        print(&mut out, &judge(&f), Style::PLAIN, None).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("not created yet"), "{text}");
         assert!(text.contains("probing failed"), "{text}");
         assert!(text.contains("depth 1"), "{text}");
         let _: PathBuf = f.shim_dir;
+    }
+
+    #[test]
+    fn a_terminal_of_80_columns_gets_lines_that_fit() {
+        let mut f = good();
+        let deep = "/home/someone/.local/share/a-rather/deeply/nested/place/for/tools";
+        f.data_dir = Some(format!("{deep}/claude-shim").into());
+        f.db_path = Some(format!("{deep}/claude-shim/shim.db").into());
+        f.data_dir_mode = Some(0o755);
+        f.path_claude_is_shim = false;
+        f.path_claude = Some(format!("{deep}/bin/claude").into());
+        f.real = Some(format!("{deep}/node_modules/.bin/claude").into());
+        let checks = judge(&f);
+        assert!(checks.iter().any(|c| c.fix.is_some()), "a fix to wrap");
+        let mut out = Vec::new();
+        print(&mut out, &checks, Style::PLAIN, Some(80)).unwrap();
+        let fitted = String::from_utf8(out).unwrap();
+        let mut full = Vec::new();
+        print(&mut full, &checks, Style::PLAIN, None).unwrap();
+        let full = String::from_utf8(full).unwrap();
+        assert!(
+            full.lines().any(|l| l.chars().count() > 80),
+            "wide without a width"
+        );
+        for l in fitted.lines() {
+            // Only a word longer than the column (a path, a command) may overrun.
+            let longest = l
+                .split_whitespace()
+                .map(|w| w.chars().count())
+                .max()
+                .unwrap_or(0);
+            assert!(
+                l.chars().count() <= 80 || longest > 80 - 28,
+                "{l}\n{fitted}"
+            );
+        }
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(flat(&fitted), flat(&full), "only wrapped");
     }
 }
