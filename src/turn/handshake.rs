@@ -148,6 +148,7 @@ fn answered_at_once(
     init: &Arc<Init>,
 ) -> Exit {
     let _ = ctx.answered.set(init.answers(true));
+    let init_line = before[..complete].to_vec();
     let read = prompt::read_after_waiting(&mut RawStdin, before.clone(), complete, &mut |_| {});
     let prompt = read.unwrap_or_else(|e| {
         error!("reading the caller's input failed ({e}); running what came as it came");
@@ -161,7 +162,29 @@ fn answered_at_once(
         let reason = Reason::input_ended();
         return super::unchanged(ctx, &original, &prompt, reason, &mut super::Cold);
     }
-    super::managed_turn(ctx, &prompt, args, &original, &mut super::Cold)
+    // The caller has the answer: a live CLI may serve the turn.
+    let sdk = init.sdk_init(&init_line, None);
+    match super::warm::Warm::new(ctx, args, &prompt, Some(sdk)) {
+        Some(mut w) => super::managed_turn(ctx, &prompt, args, &original, &mut w),
+        None => super::managed_turn(ctx, &prompt, args, &original, &mut super::Cold),
+    }
+}
+
+/// A caller that sent its `initialize` and its message together (the
+/// TypeScript SDK): every CLI's answer to it is heard, so the shim learns
+/// it; once confirmed, a warm turn gives it (`Some`).
+pub(super) fn together(
+    ctx: &Ctx<'_>,
+    args: &[OsString],
+    before: &[u8],
+) -> Option<super::warm::SdkInit> {
+    let init = std::panic::catch_unwind(AssertUnwindSafe(|| Init::new(ctx, args, before)))
+        .ok()
+        .flatten()
+        .map(Arc::new)?;
+    let _ = ctx.answered.set(init.answers(false));
+    let answer = init.answer_now()?;
+    Some(init.sdk_init(before, Some(answer)))
 }
 
 fn write(stdin: &mut Option<std::process::ChildStdin>, bytes: &[u8]) {
@@ -201,8 +224,10 @@ struct Handshake {
 
 /// The caller's `initialize` in its start-up scope: answered at once when
 /// the scope's answer is confirmed, and every CLI's answer heard.
-struct Init {
+pub(super) struct Init {
     id: String,
+    /// The request without its id.
+    request: serde_json::Value,
     data_dir: crate::data_dir::DataDir,
     key: String,
     last: Mutex<Option<Remembered>>,
@@ -211,7 +236,7 @@ struct Init {
 }
 
 impl Init {
-    fn new(ctx: &Ctx<'_>, args: &[OsString], before: &[u8]) -> Option<Init> {
+    pub(super) fn new(ctx: &Ctx<'_>, args: &[OsString], before: &[u8]) -> Option<Init> {
         use crate::warm::fingerprint;
         if ctx.managed.output != crate::invocation::OutputFormat::StreamJson {
             return None;
@@ -239,6 +264,7 @@ impl Init {
         let last = initialize::load(&data_dir, &key);
         Some(Init {
             id: asked.id,
+            request: asked.request.clone(),
             data_dir,
             key,
             last: Mutex::new(last),
@@ -253,6 +279,22 @@ impl Init {
         let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         let r = last.as_ref().filter(|r| r.confirmed)?;
         r.foretell(std::process::id() as i32, &self.id)
+    }
+
+    /// For a warm turn: `line` is the caller's `initialize`; `answer`, the
+    /// one the shim gives (`None`: the caller has it).
+    pub(super) fn sdk_init(
+        self: &Arc<Self>,
+        line: &[u8],
+        answer: Option<Vec<u8>>,
+    ) -> super::warm::SdkInit {
+        super::warm::SdkInit {
+            line: line.to_vec(),
+            id: self.id.clone(),
+            request: self.request.clone(),
+            answer,
+            heard: Some(self.hearer()),
+        }
     }
 
     /// What a child's answers are watched for: `dropped` when the caller

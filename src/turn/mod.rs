@@ -198,7 +198,13 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         }
         prompt => {
             let original = attempt::original(&prompt, &args, managed.input);
-            match warm::Warm::new(&ctx, &session_args, &prompt) {
+            let sdk = match &prompt {
+                Prompt::StreamJson { before, .. } if !before.is_empty() => {
+                    handshake::together(&ctx, &session_args, before)
+                }
+                _ => None,
+            };
+            match warm::Warm::new(&ctx, &session_args, &prompt, sdk) {
                 Some(mut w) => managed_turn(&ctx, &prompt, &session_args, &original, &mut w),
                 None => managed_turn(&ctx, &prompt, &session_args, &original, &mut Cold),
             }

@@ -8,6 +8,7 @@ use super::attempt::Attempt;
 use super::plan::{How, Miss, Plan, Why};
 use super::{Cold, Ctx, Launch};
 use crate::data_dir::DataDir;
+use crate::events::Event;
 use crate::observe::Observer;
 use crate::prompt::Prompt;
 use crate::runner::tee::{self, Stream};
@@ -43,11 +44,59 @@ pub struct Warm {
     engine: &'static str,
     /// The session id of a ready CLI reserved for this turn.
     adopted: Option<String>,
+    /// An Agent SDK caller's `initialize` (stream-json both ways).
+    sdk: Option<SdkInit>,
+    /// Its request, as the key has it ("" for none).
+    handshake: String,
+    /// What the caller wrote during a warm attempt that ended before
+    /// anything reached it: the cold run gets it.
+    from_caller: Vec<u8>,
+}
+
+/// What a turn writes to a live process.
+struct Input {
+    /// The user line.
+    line: Vec<u8>,
+    /// An Agent SDK caller, who goes on writing after it.
+    caller: Option<Caller>,
+}
+
+struct Caller {
+    /// The caller's `initialize` (line, request id), for a process that never
+    /// had one; its answer is dropped (and told to `heard`).
+    init: Option<(Vec<u8>, String)>,
+    /// The answer to `initialize` the caller gets with the first line.
+    answer: Option<Vec<u8>>,
+    heard: Option<tee::Heard>,
+    /// What the caller wrote after its message, read ahead.
+    pending: Vec<u8>,
+}
+
+/// An Agent SDK caller's `initialize`, as a warm turn deals with it: a live
+/// process gets it once, when new, and its answer is never the caller's —
+/// the caller's comes from the shim, which remembers the CLI's (see
+/// `super::initialize`).
+pub struct SdkInit {
+    /// The caller's line, and its request id.
+    pub line: Vec<u8>,
+    pub id: String,
+    /// The request without its id: part of the live process's key.
+    pub request: serde_json::Value,
+    /// The answer the shim gives with the turn's first line; `None`: the
+    /// caller has had it (the handshake gave it).
+    pub answer: Option<Vec<u8>>,
+    /// Told a new live process's answer.
+    pub heard: Option<tee::Heard>,
 }
 
 impl Warm {
     /// A warm launcher for this call, or `None` when it must run cold.
-    pub fn new(ctx: &Ctx<'_>, args: &[OsString], prompt: &Prompt) -> Option<Warm> {
+    pub fn new(
+        ctx: &Ctx<'_>,
+        args: &[OsString],
+        prompt: &Prompt,
+        sdk: Option<SdkInit>,
+    ) -> Option<Warm> {
         if !env::warm() {
             return None;
         }
@@ -71,6 +120,19 @@ impl Warm {
             Prompt::Stdin { bytes } if bytes.len() > STDIN_LIMIT => false,
             Prompt::Stdin { bytes } => std::str::from_utf8(bytes).is_ok(),
             Prompt::Positional { .. } => stdin_is_quiet(),
+            // An Agent SDK caller: one user message, after nothing or after
+            // the `initialize` the shim answers (other control requests
+            // before the message would change the process for good).
+            Prompt::StreamJson {
+                before, more, text, ..
+            } => {
+                more.is_empty()
+                    && text.is_some()
+                    && match &sdk {
+                        None => before.is_empty(),
+                        Some(s) => *before == s.line,
+                    }
+            }
             _ => false,
         };
         if !text_ok {
@@ -79,6 +141,16 @@ impl Warm {
         }
         let parsed = warm::parse(args)?;
         let flags = warm::caller_flags(args, &parsed)?;
+        if matches!(prompt, Prompt::StreamJson { .. }) {
+            if let Some(why) = warm::sdk_refusal(&flags, sdk.as_ref().map(|s| &s.request)) {
+                debug!("cold: {why}");
+                return None;
+            }
+        }
+        let handshake = sdk
+            .as_ref()
+            .map(|s| s.request.to_string())
+            .unwrap_or_default();
         let mut env: Vec<(String, String)> = std::env::vars_os()
             .filter(|(k, _)| k != crate::env::GUARD)
             .map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -111,6 +183,7 @@ impl Warm {
                 .map(|(k, v)| (OsString::from(k), OsString::from(v))),
         );
         let key = warm::key(&warm::KeyParts {
+            handshake: &handshake,
             flags: &flags,
             env: &env_hash,
             cwd: &cwd,
@@ -132,6 +205,9 @@ impl Warm {
             prompt: prompt.clone(),
             engine: "cold",
             adopted: None,
+            sdk,
+            handshake,
+            from_caller: Vec::new(),
         })
     }
 
@@ -181,6 +257,7 @@ impl Warm {
     fn key_now(&self) -> Option<String> {
         let files = self.start_up.state()?;
         Some(warm::key(&warm::KeyParts {
+            handshake: &self.handshake,
             flags: &self.flags,
             env: &self.env_hash,
             cwd: &self.cwd,
@@ -206,7 +283,35 @@ impl Warm {
         attempt: &Attempt,
         watch: Option<Arc<dyn Watch>>,
     ) -> Option<Finished> {
-        let text = String::from_utf8(attempt.prompt_bytes(&self.prompt)).ok()?;
+        let bytes = attempt.prompt_bytes(&self.prompt);
+        let input = match &self.sdk {
+            // The caller's own user line (the history cut from it), its
+            // `initialize` before it in a process that never had one, and
+            // then whatever the caller goes on writing.
+            Some(sdk) => {
+                let mut line = bytes;
+                if !line.ends_with(b"\n") {
+                    line.push(b'\n');
+                }
+                let pending = match &attempt.stdin {
+                    crate::runner::StdinPlan::Stream { pending, .. } => pending.clone(),
+                    _ => Vec::new(),
+                };
+                Input {
+                    line,
+                    caller: Some(Caller {
+                        init: (lent.turns == 0).then(|| (sdk.line.clone(), sdk.id.clone())),
+                        answer: sdk.answer.clone(),
+                        heard: sdk.heard.clone(),
+                        pending,
+                    }),
+                }
+            }
+            None => Input {
+                line: warm::user_line(&String::from_utf8(bytes).ok()?),
+                caller: None,
+            },
+        };
         // A resume in a new process is not proven until its init event.
         let held = lent.fresh && matches!(plan, Plan::Resume { .. });
         let (hold, _gate) = tee::Hold::new(held);
@@ -216,11 +321,12 @@ impl Warm {
         let relayed = relay(
             ctx,
             &lent,
-            &warm::user_line(&text),
+            &input,
             &hold,
             ctx.managed.output,
             watch.as_deref(),
         );
+        self.from_caller = relayed.from_caller.clone();
         ctx.child.interrupt_myself(false);
         ctx.child.clear(lent.pid);
         if relayed.unresponsive {
@@ -230,9 +336,12 @@ impl Warm {
         // session moved on without it), or a new one that said anything on
         // stderr (a cold start would say it again every turn; it would not).
         let spoke_on_stderr = lent.fresh && relayed.stderr > 0;
+        // Nor one the caller sent a control request mid-turn (a model, a
+        // permission mode, an interrupt: it would carry them over).
         let healthy = relayed.exit.is_some()
             && !relayed.signalled
             && !relayed.interrupted
+            && !relayed.caller_controlled
             && !spoke_on_stderr;
         // Ended mid-turn after output reached the caller: end as it did.
         let died = match (relayed.exit, relayed.signalled) {
@@ -308,10 +417,66 @@ struct Relayed {
     stderr: usize,
     /// A new process said nothing in [`START_PATIENCE`] (it was ended).
     unresponsive: bool,
+    /// An Agent SDK caller sent a control request after its message.
+    caller_controlled: bool,
+    /// What the Agent SDK caller wrote after its message (read ahead and
+    /// since), passed on to the process.
+    from_caller: Vec<u8>,
 }
 
 /// How long an interrupted live process may take to print its result.
 const INTERRUPT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// An Agent SDK caller's side of the turn: everything it writes goes on to
+/// the process, which serves it as a cold one would — permission answers,
+/// hook answers, interrupts, further messages. A cold CLI ends when its
+/// input has ended and it is idle: so does the turn (the process lives on).
+#[derive(Default)]
+struct CallerSide {
+    /// The caller's input ended.
+    ended: bool,
+    /// The start of a line not yet complete.
+    partial: Vec<u8>,
+    /// User messages written, results printed.
+    messages: usize,
+    results: usize,
+    /// The process's last reported session state (a CLI that reports it).
+    state: Option<String>,
+}
+
+impl CallerSide {
+    /// Complete lines among `bytes`, counted.
+    fn took(&mut self, bytes: &[u8], out: &mut Relayed) {
+        out.from_caller.extend_from_slice(bytes);
+        self.partial.extend_from_slice(bytes);
+        while let Some(nl) = memchr::memchr(b'\n', &self.partial) {
+            let line: Vec<u8> = self.partial.drain(..=nl).collect();
+            match Event::parse(&line) {
+                Some(Event::User(_)) => self.messages += 1,
+                Some(Event::ControlRequest(_)) => out.caller_controlled = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// A line the process printed.
+    fn printed(&mut self, line: &[u8]) {
+        if memchr::memmem::find(line, b"session_state_changed").is_some() {
+            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) {
+                if v["subtype"] == "session_state_changed" {
+                    self.state = v["state"].as_str().map(str::to_owned);
+                }
+            }
+        }
+    }
+
+    /// Whether a cold CLI would have ended by now.
+    fn done(&self) -> bool {
+        self.ended
+            && self.results >= self.messages
+            && self.state.as_deref().is_none_or(|s| s == "idle")
+    }
+}
 
 /// Write the message, then relay the turn: stdout rendered for the caller's
 /// format up to the result, stderr as it comes. The caller's SIGINT stops the
@@ -322,7 +487,7 @@ const INTERRUPT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1
 fn relay(
     ctx: &Ctx<'_>,
     lent: &Lent,
-    line: &[u8],
+    input: &Input,
     hold: &tee::SharedHold,
     format: crate::invocation::OutputFormat,
     watch: Option<&dyn Watch>,
@@ -338,10 +503,28 @@ fn relay(
         wrote: 0,
         stderr: 0,
         unresponsive: false,
+        caller_controlled: false,
+        from_caller: Vec::new(),
     };
     let mut observer = Observer::new(crate::invocation::OutputFormat::StreamJson);
     let mut render = Render::new(format);
-    if (&lent.stdin).write_all(line).is_err() {
+    let caller = input.caller.as_ref();
+    let mut side = caller.map(|_| CallerSide {
+        messages: 1,
+        ..Default::default()
+    });
+    let init_id = caller.and_then(|c| c.init.as_ref().map(|(_, id)| id.as_str()));
+    let mut answer = caller.and_then(|c| c.answer.clone());
+    let mut first = Vec::new();
+    if let Some((line, _)) = caller.and_then(|c| c.init.as_ref()) {
+        first.extend_from_slice(line);
+    }
+    first.extend_from_slice(&input.line);
+    if let (Some(c), Some(side)) = (caller, side.as_mut()) {
+        first.extend_from_slice(&c.pending);
+        side.took(&c.pending, &mut out);
+    }
+    if (&lent.stdin).write_all(&first).is_err() {
         out.observation = observer.finish();
         return out;
     }
@@ -358,6 +541,8 @@ fn relay(
     let kill = || {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(lent.pid), Signal::SIGKILL);
     };
+    // SAFETY: fd 0 outlives this call.
+    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
     'turn: loop {
         // A new process that never answers a stream-json message (not a CLI
         // that speaks it) must not hang the turn: it goes, the turn runs cold.
@@ -395,20 +580,41 @@ fn relay(
         if stopped_at.is_some_and(|t| t.elapsed() > std::time::Duration::from_secs(5)) {
             break;
         }
-        let mut fds = [
+        let reading_caller = side.as_ref().is_some_and(|s| !s.ended) && !out.signalled;
+        let mut fds = vec![
             PollFd::new(lent.stdout.as_fd(), PollFlags::POLLIN),
             PollFd::new(lent.stderr.as_fd(), PollFlags::POLLIN),
         ];
+        if reading_caller {
+            fds.push(PollFd::new(stdin, PollFlags::POLLIN));
+        }
         match poll(&mut fds, PollTimeout::from(100u16)) {
             Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
             Ok(_) => {}
             Err(_) => break,
         }
         let ready = |f: &PollFd| {
-            f.revents()
-                .is_some_and(|r| r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP))
+            f.revents().is_some_and(|r| {
+                r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
+            })
         };
         let (out_ready, err_ready) = (ready(&fds[0]), ready(&fds[1]));
+        let caller_ready = fds.get(2).is_some_and(ready);
+        if caller_ready {
+            let side = side.as_mut().expect("reading the caller");
+            match nix::unistd::read(0, &mut buf) {
+                Ok(0) | Err(_) => side.ended = true,
+                Ok(n) => {
+                    // The process reads on: a failed write means it is gone,
+                    // which its stdout says.
+                    let _ = (&lent.stdin).write_all(&buf[..n]);
+                    side.took(&buf[..n], &mut out);
+                }
+            }
+            if side.done() && out.exit.is_some() {
+                break 'turn;
+            }
+        }
         if err_ready {
             if let Ok(n) = (&lent.stderr).read(&mut buf) {
                 if n > 0 {
@@ -432,16 +638,32 @@ fn relay(
             if super::initialize::answers(&line, &interrupt_id) {
                 continue;
             }
+            // Nor a new process's answer to the caller's `initialize`: the
+            // caller has the shim's (heard, to check what it remembers).
+            if init_id.is_some_and(|id| super::initialize::answers(&line, id)) {
+                if let Some(heard) = caller.and_then(|c| c.heard.as_ref()) {
+                    heard(lent.pid, &line);
+                }
+                continue;
+            }
             let fed = observer.feed(&line);
             if fed.result {
                 if let Some(w) = watch {
                     w.result(observer.observation());
                 }
             }
-            let rendered = render.line(&line);
+            if let Some(side) = side.as_mut() {
+                side.printed(&line);
+            }
+            let mut rendered = render.line(&line);
             let obs = observer.observation();
             let proven = obs.init_session.is_some() || obs.has_success_result();
             if !rendered.out.is_empty() {
+                if let Some(mut a) = answer.take() {
+                    // The answer to `initialize` comes first, as a cold CLI's.
+                    a.append(&mut rendered.out);
+                    rendered.out = a;
+                }
                 out.wrote += rendered.out.len();
                 tee::pass(Stream::Out, &rendered.out, hold, proven);
             } else if proven {
@@ -450,6 +672,19 @@ fn relay(
             if let Some(code) = rendered.exit {
                 // A cold run stopped by SIGINT exits 0, its error result printed.
                 out.exit = Some(if out.interrupted { 0 } else { code });
+                match side.as_mut() {
+                    Some(side) => {
+                        side.results += 1;
+                        if side.done() {
+                            break 'turn;
+                        }
+                    }
+                    None => break 'turn,
+                }
+            } else if side
+                .as_ref()
+                .is_some_and(|s| s.done() && out.exit.is_some())
+            {
                 break 'turn;
             }
         }
@@ -565,7 +800,18 @@ impl Warm {
                     k.release(plan.target_session());
                 }
             }
-            Cold.planned(ctx, plan, head, a, watch)
+            // What the caller wrote meanwhile was read by the shim: the
+            // cold run gets it first.
+            match std::mem::take(&mut this.from_caller) {
+                read if read.is_empty() => Cold.planned(ctx, plan, head, a, watch),
+                read => {
+                    let mut a = a.clone();
+                    if let crate::runner::StdinPlan::Stream { pending, .. } = &mut a.stdin {
+                        *pending = read;
+                    }
+                    Cold.planned(ctx, plan, head, &a, watch)
+                }
+            }
         };
         let conversation = match plan {
             // A prompt in no transcript dialect is most likely a one-shot

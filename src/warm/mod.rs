@@ -20,11 +20,11 @@ use std::ffi::OsString;
 
 /// Why an invocation cannot run warm (`None`: it can). Pure.
 pub fn refusal(m: &Managed) -> Option<&'static str> {
-    if m.mode != Mode::Print {
-        return Some("Agent SDK sessions run cold");
-    }
-    if m.input != InputFormat::Text {
-        return Some("stream-json input runs cold");
+    // An Agent SDK caller (no `-p`) speaks stream-json both ways: its
+    // output must be stream-json too.
+    let stream_in = m.mode == Mode::Sdk || m.input == InputFormat::StreamJson;
+    if stream_in && m.output != OutputFormat::StreamJson {
+        return Some("stream-json input with another output format runs cold");
     }
     if m.caller_resume.is_some() {
         return Some("a caller-chosen session runs cold");
@@ -127,9 +127,56 @@ pub fn live_args(session_flags: &[OsString], flags: &[String]) -> Option<Vec<Str
     Some(out)
 }
 
+/// Why an Agent SDK caller's turn cannot run in a live process, from its
+/// argv and its `initialize` request (`None`: it can). Pure.
+///
+/// - SDK MCP servers live in the caller's process: a cold start connects
+///   to the new caller's servers (their `initialize`, `tools/list`), a live
+///   process connected to an earlier caller's.
+/// - `SessionStart` and `SessionEnd` hooks fire when a process starts and
+///   ends: a live process's turn does neither.
+pub fn sdk_refusal(args: &[String], request: Option<&serde_json::Value>) -> Option<&'static str> {
+    let sdk_server = |config: &str| {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(config) else {
+            return false;
+        };
+        v.get("mcpServers")
+            .and_then(|s| s.as_object())
+            .is_some_and(|s| s.values().any(|c| c["type"] == "sdk"))
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let value = match a.strip_prefix("--mcp-config") {
+            Some("") => it.next().map(String::as_str),
+            Some(v) => v.strip_prefix('='),
+            None => None,
+        };
+        if value.is_some_and(sdk_server) {
+            return Some("SDK MCP servers live in the caller's process: it runs cold");
+        }
+    }
+    let Some(r) = request else {
+        return None;
+    };
+    if r["sdkMcpServers"].as_array().is_some_and(|s| !s.is_empty()) {
+        return Some("SDK MCP servers live in the caller's process: it runs cold");
+    }
+    let hooks = r["hooks"].as_object();
+    if ["SessionStart", "SessionEnd"]
+        .iter()
+        .any(|e| hooks.is_some_and(|h| h.contains_key(*e)))
+    {
+        return Some("SessionStart and SessionEnd hooks fire per process: it runs cold");
+    }
+    None
+}
+
 /// What a live process took in at start (beyond its session), hashed: a
 /// turn may use it only if its own is the same.
 pub struct KeyParts<'a> {
+    /// The Agent SDK's `initialize` request it got (without its id), or "":
+    /// a process is initialized once.
+    pub handshake: &'a str,
     pub flags: &'a [String],
     pub env: &'a str,
     pub cwd: &'a str,
@@ -140,7 +187,7 @@ pub struct KeyParts<'a> {
 
 pub fn key(k: &KeyParts<'_>) -> String {
     let mut h = Sha256::new();
-    for part in [k.env, k.cwd, k.binary, k.files] {
+    for part in [k.env, k.cwd, k.binary, k.files, k.handshake] {
         h.update((part.len() as u64).to_le_bytes());
         h.update(part.as_bytes());
     }
@@ -220,21 +267,35 @@ mod tests {
         ] {
             assert!(refusal(&managed(per_process)).is_some(), "{per_process:?}");
         }
-        assert!(refusal(&managed(&[
-            "-p",
+        // Agent SDK callers: stream-json both ways, with --verbose.
+        let sdk = [
             "--input-format",
             "stream-json",
             "--output-format",
-            "stream-json"
-        ]))
-        .is_some());
-        assert!(refusal(&managed(&[
-            "--input-format",
             "stream-json",
-            "--output-format",
-            "stream-json"
-        ]))
-        .is_some());
+            "--verbose",
+        ];
+        assert_eq!(refusal(&managed(&sdk)), None);
+        assert!(refusal(&managed(&sdk[..4])).is_some());
+        assert!(refusal(&managed(&["-p", "--input-format", "stream-json"])).is_some());
+    }
+
+    #[test]
+    fn sdk_callers_with_in_process_servers_or_process_hooks_run_cold() {
+        let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let sdk_server = r#"{"mcpServers":{"calc":{"type":"sdk","name":"calc"}}}"#;
+        let stdio_server = r#"{"mcpServers":{"fs":{"type":"stdio","command":"x"}}}"#;
+        assert!(sdk_refusal(&s(&["--mcp-config", sdk_server]), None).is_some());
+        assert!(sdk_refusal(&s(&[&format!("--mcp-config={sdk_server}")]), None).is_some());
+        assert_eq!(sdk_refusal(&s(&["--mcp-config", stdio_server]), None), None);
+        let req = |v: serde_json::Value| sdk_refusal(&[], Some(&v));
+        assert!(req(serde_json::json!({"sdkMcpServers": ["calc"]})).is_some());
+        assert_eq!(req(serde_json::json!({"sdkMcpServers": []})), None);
+        let hooks = |event: &str| serde_json::json!({"hooks": {event: [{"matcher": null}]}});
+        assert!(req(hooks("SessionStart")).is_some());
+        assert!(req(hooks("SessionEnd")).is_some());
+        assert_eq!(req(hooks("PreToolUse")), None);
+        assert_eq!(req(serde_json::json!({"hooks": null})), None);
     }
 
     #[test]
@@ -264,6 +325,7 @@ mod tests {
         // The key follows the flags, the environment and the files.
         let k = |flags: &[String], env: &str| {
             key(&KeyParts {
+                handshake: "",
                 flags,
                 env,
                 cwd: "/w",

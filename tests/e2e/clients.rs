@@ -284,7 +284,7 @@ fn a_caller_without_persistence_is_resumed_and_its_sessions_go_after_the_ttl() {
     let files = w.sb.session_files();
     assert_eq!(files.len(), 1, "one session, owned by the shim: {files:?}");
     // Idle past the TTL: the next managed turn (any) sweeps it away.
-    std::thread::sleep(std::time::Duration::from_millis(3500));
+    std::thread::sleep(std::time::Duration::from_millis(5000));
     let out = run(w.sb.shimmed(["-p", "an unrelated question"]), b"");
     assert!(out.status.success(), "{}", describe(&out));
     assert!(
@@ -493,4 +493,38 @@ fn python_sdk_a_changed_settings_file_is_never_answered_from_memory() {
     );
     let errors = std::fs::read_to_string(w.sb.shim_home.join("errors.log")).unwrap_or_default();
     assert!(!errors.contains("initialize"), "{errors}");
+}
+
+/// One `query()` per turn, each its own CLI start without the shim: through
+/// it, once the answer to `initialize` is confirmed (two starts agreed), the
+/// turns run in the conversation's live CLI, and the client gets every turn
+/// answered, one copy of history sent to the model.
+fn sdk_queries_run_warm(sdk: Sdk) {
+    let w = World::new();
+    let n = 6;
+    let (turns, _) = w.run_client(sdk, "replay", n, "message {k}");
+    let replies = replies(&turns, n);
+    let rows = run_rows(&w.sb.shim_home);
+    let engines: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r.kind.as_str(), r.engine.as_str()))
+        .collect();
+    eprintln!("{engines:?}");
+    let msgs: Vec<String> = (1..=n).map(|k| format!("message {k}")).collect();
+    assert_one_copy_of_history(&w, &msgs, &replies);
+    // Two starts teach the answer; from then on every turn is warm.
+    assert!(
+        engines[3..].iter().all(|(_, e)| *e == "warm"),
+        "{engines:?}"
+    );
+}
+
+#[test]
+fn python_sdk_queries_run_in_the_live_cli() {
+    sdk_queries_run_warm(Sdk::Python);
+}
+
+#[test]
+fn typescript_sdk_queries_run_in_the_live_cli() {
+    sdk_queries_run_warm(Sdk::TypeScript);
 }
