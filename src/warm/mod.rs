@@ -155,9 +155,7 @@ pub fn sdk_refusal(args: &[String], request: Option<&serde_json::Value>) -> Opti
             return Some("SDK MCP servers live in the caller's process: it runs cold");
         }
     }
-    let Some(r) = request else {
-        return None;
-    };
+    let r = request?;
     if r["sdkMcpServers"].as_array().is_some_and(|s| !s.is_empty()) {
         return Some("SDK MCP servers live in the caller's process: it runs cold");
     }

@@ -10,6 +10,8 @@
 //            arrives, while turn k's CLI is still running
 //   session  one query() with streaming input: one CLI process for every turn;
 //            also prints every message it received ({"message": …})
+//   tools    as replay, with a permission callback (canUseTool, allows) and a
+//            PreToolUse hook; each turn line lists the calls they got ("callbacks")
 // The SDK is found in $CLAUDE_AGENT_SDK_DIR (the package directory).
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
@@ -23,15 +25,28 @@ const { values: a, positionals } = parseArgs({ allowPositionals: true, options: 
   cli: { type: 'string' }, turns: { type: 'string', default: '3' },
   prompt: { type: 'string', default: 'message {k}' } } });
 const mode = positionals[0];
-if (!a.cli || !['replay', 'eager', 'session'].includes(mode)) { console.error('usage: MODE --cli PATH'); process.exit(2); }
+if (!a.cli || !['replay', 'eager', 'session', 'tools'].includes(mode)) { console.error('usage: MODE --cli PATH'); process.exit(2); }
 const turns = +a.turns;
 const now = () => Math.round((performance.timeOrigin + performance.now()) * 10) / 10;
 const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const options = { pathToClaudeCodeExecutable: a.cli, cwd: process.cwd() };
+// What the permission callback and the hook were asked, in order (tools mode).
+const calls = [];
+if (mode === 'tools') {
+  options.canUseTool = async (name, input) => {
+    calls.push({ permission: name, input });
+    return { behavior: 'allow', updatedInput: input };
+  };
+  options.hooks = { PreToolUse: [{ hooks: [async (input) => {
+    calls.push({ hook: input.hook_event_name, tool: input.tool_name, input: input.tool_input });
+    return {};
+  }] }] };
+}
 const transcript = (users, replies) => users.flatMap((u, i) =>
   i < replies.length ? [`Human: ${u}`, `Assistant: ${replies[i]}`] : [`Human: ${u}`]).join('\n\n');
 const turnLine = (k, r, tStart, tResult) => ({ turn: k, session_id: r.session_id, result: r.result ?? '',
-  is_error: r.is_error, t_start: tStart, t_result: tResult, t_done: now() });
+  is_error: r.is_error, t_start: tStart, t_result: tResult, t_done: now(),
+  ...(calls.length ? { callbacks: calls.splice(0) } : {}) });
 
 async function replay() {
   const users = [], replies = [], tasks = [];
@@ -40,7 +55,7 @@ async function replay() {
     const prompt = transcript(users, replies);
     const tStart = now();
     let result = null, tResult = 0;
-    if (mode === 'replay') {
+    if (mode === 'replay' || mode === 'tools') {
       for await (const m of query({ prompt, options })) {
         if (m.type === 'result') { result = m; tResult = now(); }
       }

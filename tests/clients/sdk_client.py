@@ -12,6 +12,8 @@ usage: sdk_client.py MODE --cli PATH --turns N [--prompt 'message {k}']
            every message it received ({"message": …}) for byte comparisons
   info     one ClaudeSDKClient, one turn; first prints what the answer to
            `initialize` said ({"info": {"output_style", "current_permission_mode"}})
+  tools    as replay, with a permission callback (can_use_tool, allows) and a
+           PreToolUse hook; each turn line lists the calls they got ("callbacks")
 --settings PATH is passed on as ClaudeAgentOptions(settings=PATH).
 """
 import argparse
@@ -22,7 +24,22 @@ import os
 import sys
 import time
 
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, query
+from claude_agent_sdk import (ClaudeAgentOptions, ClaudeSDKClient, HookMatcher,
+                              PermissionResultAllow, ResultMessage, query)
+
+# What the permission callback and the hook were asked, in order (tools mode).
+CALLS: list = []
+
+
+async def can_use_tool(name, tool_input, context):
+    CALLS.append({"permission": name, "input": tool_input})
+    return PermissionResultAllow()
+
+
+async def pre_tool_use(hook_input, tool_use_id, context):
+    CALLS.append({"hook": hook_input.get("hook_event_name"), "tool": hook_input.get("tool_name"),
+                  "input": hook_input.get("tool_input")})
+    return {}
 
 
 def now() -> float:
@@ -43,8 +60,12 @@ def transcript(users: list, replies: list) -> str:
 
 
 def turn_line(k: int, r: ResultMessage, t_start: float, t_result: float, t_done: float) -> dict:
-    return {"turn": k, "session_id": r.session_id, "result": r.result or "", "is_error": r.is_error,
+    line = {"turn": k, "session_id": r.session_id, "result": r.result or "", "is_error": r.is_error,
             "t_start": t_start, "t_result": t_result, "t_done": t_done}
+    if CALLS:
+        line["callbacks"] = CALLS.copy()
+        CALLS.clear()
+    return line
 
 
 async def replay(a, options) -> int:
@@ -53,7 +74,7 @@ async def replay(a, options) -> int:
         users.append(a.prompt.format(k=k))
         prompt = transcript(users, replies)
         t_start = now()
-        if a.mode == "replay":
+        if a.mode in ("replay", "tools"):
             result, t_result = None, 0.0
             async for m in query(prompt=prompt, options=options):
                 if isinstance(m, ResultMessage):
@@ -119,7 +140,7 @@ async def info(a, options) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["replay", "eager", "session", "info"])
+    ap.add_argument("mode", choices=["replay", "eager", "session", "info", "tools"])
     ap.add_argument("--cli", required=True)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--prompt", default="message {k}")
@@ -127,6 +148,9 @@ def main() -> int:
     ap.add_argument("--settings")
     a = ap.parse_args()
     options = ClaudeAgentOptions(cli_path=a.cli, cwd=os.getcwd(), settings=a.settings)
+    if a.mode == "tools":
+        options.can_use_tool = can_use_tool
+        options.hooks = {"PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])]}
     run = {"session": session, "info": info}.get(a.mode, replay)
     return asyncio.run(run(a, options))
 

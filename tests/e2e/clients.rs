@@ -10,6 +10,7 @@
 //! arrives, while that CLI is still running. The logged request bodies prove what the
 //! model was sent: every earlier message once, the new one once.
 
+use crate::support::api::{LoggedRequest, TOOL_USE};
 use crate::support::store::run_rows;
 use crate::support::{describe, run, sdk, ApiServer, Chat, Client, Ran, Sandbox};
 use serde_json::Value;
@@ -527,4 +528,88 @@ fn python_sdk_queries_run_in_the_live_cli() {
 #[test]
 fn typescript_sdk_queries_run_in_the_live_cli() {
     sdk_queries_run_warm(Sdk::TypeScript);
+}
+
+/// A world whose model answers "write file K" with a Write call to
+/// `out-K.txt` in the work directory, and the tool's result with text.
+fn tools_world() -> World {
+    let w = World::new();
+    let work = w.sb.work.clone();
+    w.server.set_reply(move |req: &LoggedRequest| {
+        let last = req.messages().last().cloned().unwrap_or_default();
+        let answered = last["content"]
+            .as_array()
+            .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"));
+        let text = req.last_user_text().unwrap_or_default();
+        match text
+            .rsplit("write file ")
+            .next()
+            .and_then(|k| k.trim().parse::<u32>().ok())
+        {
+            Some(k) if !answered => {
+                let call = serde_json::json!({"name": "Write", "input": {
+                    "file_path": work.join(format!("out-{k}.txt")).to_string_lossy(),
+                    "content": format!("file {k}\n")}});
+                format!("{TOOL_USE}{call}")
+            }
+            _ => "it is written".to_owned(),
+        }
+    });
+    w
+}
+
+/// The permission callback and the PreToolUse hook of an SDK client that
+/// sends one `query()` per turn are asked on warm turns exactly as without
+/// the shim: the same calls, with the same inputs, and the tool runs.
+fn sdk_callbacks_on_warm_turns(sdk: Sdk) {
+    let n = 5;
+    let prompt = "write file {k}";
+    let direct = tools_world();
+    let real = direct.sb.real_bin.join("claude");
+    let (d_turns, _) = lines(&run(direct.client(sdk, "tools", n, &real, prompt), b""));
+    let shimmed = tools_world();
+    let (s_turns, _) = shimmed.run_client(sdk, "tools", n, prompt);
+    let engines: Vec<String> = run_rows(&shimmed.sb.shim_home)
+        .into_iter()
+        .map(|r| r.engine)
+        .collect();
+    assert!(engines[3..].iter().all(|e| e == "warm"), "{engines:?}");
+    let callbacks = |w: &World, turns: &[Value]| -> Vec<String> {
+        turns
+            .iter()
+            .map(|t| w.sb.mask(&t["callbacks"].to_string()))
+            .collect()
+    };
+    let (d, s) = (callbacks(&direct, &d_turns), callbacks(&shimmed, &s_turns));
+    assert_eq!(d, s);
+    for (k, calls) in s.iter().enumerate() {
+        // Asked once each, permission and hook, for the turn's own file.
+        assert!(
+            calls.contains("\"permission\":\"Write\""),
+            "turn {}: {calls}",
+            k + 1
+        );
+        assert!(
+            calls.contains("\"hook\":\"PreToolUse\""),
+            "turn {}: {calls}",
+            k + 1
+        );
+        assert!(calls.contains(&format!("out-{}.txt", k + 1)), "{calls}");
+        let file = shimmed.sb.work.join(format!("out-{}.txt", k + 1));
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            format!("file {}\n", k + 1)
+        );
+    }
+    assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
+}
+
+#[test]
+fn python_sdk_permission_callback_and_hook_run_on_warm_turns_as_cold() {
+    sdk_callbacks_on_warm_turns(Sdk::Python);
+}
+
+#[test]
+fn typescript_sdk_permission_callback_and_hook_run_on_warm_turns_as_cold() {
+    sdk_callbacks_on_warm_turns(Sdk::TypeScript);
 }
