@@ -79,9 +79,20 @@ pub fn positional(args: &ParsedArgs) -> Option<(usize, String)> {
 
 /// Read the prompt from where this invocation carries it.
 pub fn read(args: &ParsedArgs, input: InputFormat) -> std::io::Result<Prompt> {
+    read_knowing(args, input, &mut |_| false)
+}
+
+/// [`read`]; `answered` says of the control lines read so far whether the
+/// shim can answer them itself: then the caller is not given the silence
+/// that tells a caller waiting for an answer ([`Prompt::Waiting`]) at once.
+pub fn read_knowing(
+    args: &ParsedArgs,
+    input: InputFormat,
+    answered: &mut dyn FnMut(&[u8]) -> bool,
+) -> std::io::Result<Prompt> {
     let stdin = std::io::stdin();
     if input == InputFormat::StreamJson {
-        return read_stream_json(&mut RawStdin);
+        return scan(&mut RawStdin, Vec::new(), 0, true, &mut |_| {}, answered);
     }
     if let Some((index, text)) = positional(args) {
         return Ok(Prompt::Positional { index, text });
@@ -168,7 +179,7 @@ impl Chunks for SliceChunks<'_> {
 /// Read stream-json lines until the first user message. Control lines
 /// followed by silence end it early: [`Prompt::Waiting`].
 pub fn read_stream_json(input: &mut impl Chunks) -> std::io::Result<Prompt> {
-    scan(input, Vec::new(), 0, true, &mut |_| {})
+    scan(input, Vec::new(), 0, true, &mut |_| {}, &mut |_| false)
 }
 
 /// Go on reading after [`Prompt::Waiting`], as long as the caller takes:
@@ -180,7 +191,7 @@ pub fn read_after_waiting(
     complete: usize,
     forward: &mut dyn FnMut(&[u8]),
 ) -> std::io::Result<Prompt> {
-    scan(input, before, complete, false, forward)
+    scan(input, before, complete, false, forward, &mut |_| false)
 }
 
 /// `buf[..scanned]` is complete non-user lines already seen.
@@ -190,6 +201,7 @@ fn scan(
     mut scanned: usize,
     patient: bool,
     forward: &mut dyn FnMut(&[u8]),
+    answered: &mut dyn FnMut(&[u8]) -> bool,
 ) -> std::io::Result<Prompt> {
     // `buf[scanned..searched]` holds no newline (a long line arriving in
     // many reads is searched once, not once per read).
@@ -215,7 +227,17 @@ fn scan(
         }
         searched = buf.len();
         let patience = (patient && scanned > 0).then_some(CONTROL_PATIENCE);
-        match input.chunk(patience)? {
+        // Nothing more yet after lines the shim can answer: no need to wait
+        // and see whether the caller waits (the Python Agent SDK does).
+        let next = match patience {
+            Some(_) if scanned == buf.len() => match input.chunk(Some(Duration::ZERO))? {
+                None if answered(&buf[..scanned]) => None,
+                None => input.chunk(patience)?,
+                ready => ready,
+            },
+            _ => input.chunk(patience)?,
+        };
+        match next {
             None => {
                 return Ok(Prompt::Waiting {
                     before: buf,

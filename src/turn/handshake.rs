@@ -170,6 +170,19 @@ fn answered_at_once(
     }
 }
 
+/// Whether the shim would answer `lines` (the caller's `initialize`) itself.
+pub(super) fn can_answer(
+    real: &std::path::Path,
+    output: crate::invocation::OutputFormat,
+    args: &[OsString],
+    lines: &[u8],
+) -> bool {
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
+        Init::of(real, output, args, lines).is_some_and(|i| i.answer_now().is_some())
+    }))
+    .unwrap_or(false)
+}
+
 /// A caller that sent its `initialize` and its message together (the
 /// TypeScript SDK): every CLI's answer to it is heard, so the shim learns
 /// it; once confirmed, a warm turn gives it (`Some`).
@@ -237,8 +250,17 @@ pub(super) struct Init {
 
 impl Init {
     pub(super) fn new(ctx: &Ctx<'_>, args: &[OsString], before: &[u8]) -> Option<Init> {
+        Init::of(ctx.real, ctx.managed.output, args, before)
+    }
+
+    fn of(
+        real: &std::path::Path,
+        output: crate::invocation::OutputFormat,
+        args: &[OsString],
+        before: &[u8],
+    ) -> Option<Init> {
         use crate::warm::fingerprint;
-        if ctx.managed.output != crate::invocation::OutputFormat::StreamJson {
+        if output != crate::invocation::OutputFormat::StreamJson {
             return None;
         }
         let asked = initialize::asked(before)?;
@@ -250,9 +272,7 @@ impl Init {
         // what cannot be read whole means the CLI answers.
         let files =
             fingerprint::StartUp::of(&cwd, home.as_deref(), &config_dir, args).contents()?;
-        let binary = crate::store::caps::BinaryKey::of(ctx.real)
-            .ok()?
-            .fingerprint();
+        let binary = crate::store::caps::BinaryKey::of(real).ok()?.fingerprint();
         let key = initialize::key(&initialize::Scope {
             binary: &binary,
             cwd: &cwd,

@@ -174,7 +174,9 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         true => crate::argv::parse(&session_args).unwrap_or_else(|_| managed.args.clone()),
         false => managed.args.clone(),
     };
-    let prompt = match prompt::read(&parsed, managed.input) {
+    let output = managed.output;
+    let mut answered = |lines: &[u8]| handshake::can_answer(real, output, &session_args, lines);
+    let prompt = match prompt::read_knowing(&parsed, managed.input, &mut answered) {
         Ok(p) => p,
         Err(e) => {
             error!("reading the prompt failed ({e}); passing through");
