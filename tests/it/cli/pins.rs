@@ -233,3 +233,37 @@ fn gc_keeps_pins_when_it_cannot_see_the_session_files() {
     assert!(out.contains("not checking for gone session files"), "{out}");
     assert_eq!(sessions(&pins_json(&s, &[])), [S1]);
 }
+
+#[test]
+fn gc_dry_run_json_counts_what_gc_then_drops() {
+    let s = seeded();
+    // S2's old node goes on its own; S3's file is gone, so its record goes too.
+    seed_pin(&s, S2, "/b", 2, "old node", 40);
+    let json = |args: &[&str]| -> Value {
+        let out = ok(s.cli(&[&["gc", "--json"], args].concat()));
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let dry = json(&["--dry-run"]);
+    let real = json(&[]);
+    assert_eq!(dry["dropped"], real["dropped"], "dry {dry}\nreal {real}");
+    assert_eq!(real["dropped"]["sessions"], 1, "{real}");
+    assert_eq!(dry["sessions_gone"], real["sessions_gone"]);
+}
+
+#[test]
+fn gc_json_names_the_cutoff_even_with_nothing_recorded() {
+    let s = Sandbox::first_use();
+    let json = |args: &[&str]| -> Value {
+        let out = ok(s.cli(&[&["gc", "--json"], args].concat()));
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let v = json(&[]);
+    assert_eq!(v["pins_older_than_secs"], 30 * 86_400, "{v}");
+    assert_eq!(
+        v["pins_cutoff_set_by"], "Claude Code's default cleanupPeriodDays",
+        "{v}"
+    );
+    let v = json(&["--dry-run", "--older-than", "2d"]);
+    assert_eq!(v["pins_older_than_secs"], 2 * 86_400, "{v}");
+    assert_eq!(v["pins_cutoff_set_by"], "--older-than", "{v}");
+}
