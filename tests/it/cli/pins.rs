@@ -267,3 +267,27 @@ fn gc_json_names_the_cutoff_even_with_nothing_recorded() {
     assert_eq!(v["pins_older_than_secs"], 2 * 86_400, "{v}");
     assert_eq!(v["pins_cutoff_set_by"], "--older-than", "{v}");
 }
+
+/// A pipe keeps full lines: whole ids and cwds; a terminal wide enough
+/// shows them whole too.
+#[test]
+fn pins_shortens_only_what_the_width_needs() {
+    let s = Sandbox::first_use();
+    let deep = "/srv/work/clients/acme/a-rather-long-project-name/services/app";
+    seed_pin(&s, S1, deep, 1, "a reply", 0);
+    s.make_session_file(S1);
+    let row = |columns: Option<&str>| {
+        let mut cmd = s.cli(&["pins"]);
+        if let Some(c) = columns {
+            cmd.env("COLUMNS", c);
+        }
+        let out = ok(cmd);
+        out.lines().nth(1).unwrap_or_default().to_owned()
+    };
+    let whole = format!("  {S1}  {deep}  a reply");
+    assert!(row(None).contains(&whole), "a pipe: {}", row(None));
+    assert!(row(Some("160")).contains(&whole), "{}", row(Some("160")));
+    let narrow = row(Some("80"));
+    assert!(narrow.contains(&format!("  {}  …", &S1[..8])), "{narrow}");
+    assert!(narrow.chars().count() <= 80, "{narrow}");
+}
