@@ -291,3 +291,16 @@ fn pins_shortens_only_what_the_width_needs() {
     assert!(narrow.contains(&format!("  {}  …", &S1[..8])), "{narrow}");
     assert!(narrow.chars().count() <= 80, "{narrow}");
 }
+
+#[test]
+fn forget_takes_an_uppercase_prefix_and_says_when_a_cwd_has_no_pins() {
+    let s = seeded();
+    let hex = "abcdef12-1111-4111-8111-111111111111";
+    seed_pin(&s, hex, "/c", 1, "", 0);
+    let out = ok(s.cli(&["forget", "ABCDEF"]));
+    assert!(out.contains("forgot 1 pin(s)"), "{out}");
+    let out = ok(s.cli(&["forget", "--cwd", "/nonexistent"]));
+    assert!(out.contains("no pins for /nonexistent"), "{out}");
+    assert!(out.contains("`claude-shim pins`"), "{out}");
+    assert_eq!(sessions(&pins_json(&s, &[])), [S3, S1, S2], "only {hex} went");
+}
