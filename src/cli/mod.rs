@@ -7,7 +7,7 @@ pub mod doctor;
 pub(crate) mod duration;
 mod forget;
 mod gc;
-mod human;
+pub(crate) mod human;
 mod id_prefix;
 pub mod init;
 pub mod install;
@@ -21,7 +21,7 @@ pub mod route_key;
 mod sessions;
 mod stats;
 mod status;
-mod style;
+pub(crate) mod style;
 mod tally;
 mod warm;
 
