@@ -302,5 +302,9 @@ fn forget_takes_an_uppercase_prefix_and_says_when_a_cwd_has_no_pins() {
     let out = ok(s.cli(&["forget", "--cwd", "/nonexistent"]));
     assert!(out.contains("no pins for /nonexistent"), "{out}");
     assert!(out.contains("`claude-shim pins`"), "{out}");
-    assert_eq!(sessions(&pins_json(&s, &[])), [S3, S1, S2], "only {hex} went");
+    assert_eq!(
+        sessions(&pins_json(&s, &[])),
+        [S3, S1, S2],
+        "only {hex} went"
+    );
 }
