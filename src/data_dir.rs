@@ -50,8 +50,9 @@ impl Refused {
         match self {
             Refused::Unset => "set HOME, or CLAUDE_SHIM_HOME to a directory of your own".into(),
             Refused::OpenToOthers { path: p, .. } => {
+                // A code span: `doctor` wraps its fixes but never inside one.
                 format!(
-                    "chmod 700 {}",
+                    "`chmod 700 {}`",
                     crate::cli::quote::posix(&p.to_string_lossy())
                 )
             }

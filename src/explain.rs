@@ -36,7 +36,8 @@ pub fn run(
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
     } else {
-        out.write_all(human(&report).as_bytes())?;
+        let width = crate::cli::style::terminal_width();
+        out.write_all(human(&report, width).as_bytes())?;
     }
     Ok(())
 }
@@ -390,7 +391,9 @@ fn preview(text: &str) -> String {
     }
 }
 
-fn human(r: &Report) -> String {
+/// The report for people; the reason a plan was chosen wraps to `width`
+/// columns under its label (`None`: a pipe, one line).
+fn human(r: &Report, width: Option<usize>) -> String {
     let mut out = format!("argv:      {}\n", shell_words(&r.argv));
     if let Some(why) = &r.pass_through {
         out.push_str(&format!(
@@ -472,10 +475,11 @@ fn human(r: &Report) -> String {
             (kind, None, _) => kind.to_owned(),
         };
         out.push_str(&format!("plan:      {what}\n"));
-        out.push_str(&format!(
-            "why:       {} ({})\n",
-            plan.why.text, plan.why.code
-        ));
+        let why = format!("{} ({})", plan.why.text, plan.why.code);
+        for l in crate::cli::human::hanging("why:       ", &why, width) {
+            out.push_str(&l);
+            out.push('\n');
+        }
     }
     if let Some(argv) = &r.would_run_argv {
         out.push_str(&format!("would run: claude {}\n", shell_words(argv)));
@@ -505,7 +509,7 @@ mod tests {
             pass_through: Some("--version".into()),
             ..Default::default()
         };
-        let text = human(&r);
+        let text = human(&r, None);
         assert!(text.contains("pass-through: --version"), "{text}");
         let r = Report {
             argv: vec!["-p".into(), "a b".into()],
@@ -519,13 +523,41 @@ mod tests {
             )),
             ..Default::default()
         };
-        let text = human(&r);
+        let text = human(&r, None);
         assert!(text.contains("argv:      -p 'a b'"), "{text}");
         assert!(text.contains("plan:      fresh N"), "{text}");
         assert!(text.contains("(first-turn)"), "{text}");
         for debug in ["Fresh {", "Missed(", "Some(", "\"]"] {
             assert!(!text.contains(debug), "{text}");
         }
+    }
+
+    #[test]
+    fn the_why_line_wraps_under_its_label() {
+        let miss = plan::Miss::NoHistory;
+        let r = Report {
+            argv: vec!["-p".into()],
+            managed: true,
+            plan: Some(plan_view(
+                &Plan::Fresh {
+                    session: "N".into(),
+                    why: plan::Why::Missed(miss.clone()),
+                },
+                Reason::from_miss(&miss),
+            )),
+            ..Default::default()
+        };
+        let text = human(&r, Some(40));
+        let why: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("why:"))
+            .take_while(|l| l.starts_with("why:") || l.starts_with("    "))
+            .collect();
+        assert!(why.len() > 1, "{text}");
+        for l in &why[1..] {
+            assert!(l.starts_with(&" ".repeat(11)), "{text}");
+        }
+        assert!(why.iter().all(|l| l.chars().count() <= 40), "{text}");
     }
 
     #[test]

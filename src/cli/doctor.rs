@@ -253,25 +253,35 @@ impl Run for Doctor {
         let facts = gather(self.dir.as_deref());
         let checks = judge(&facts);
         let failed = checks.iter().filter(|c| c.level == Level::Fail).count();
-        if self.json {
+        let shown = if self.json {
             let report = Report {
                 ok: failed == 0,
                 checks: &checks,
                 facts: &facts,
             };
-            serde_json::to_writer_pretty(&mut *out, &report)?;
-            writeln!(out)?;
+            serde_json::to_writer_pretty(&mut *out, &report)
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(out))
         } else {
             let width = super::style::terminal_width();
-            checks::print(out, &checks, super::style::Style::for_stdout(), width)?;
-            if failed == 0 {
-                writeln!(out, "claude-shim {}: no problems found", facts.shim_version)?;
-            }
-        }
+            checks::print(out, &checks, super::style::Style::for_stdout(), width).and_then(|()| {
+                match failed {
+                    0 => writeln!(out, "claude-shim {}: no problems found", facts.shim_version),
+                    _ => Ok(()),
+                }
+            })
+        };
+        // The verdict outlives the output: `doctor | head -1` or a closed
+        // pipe must not turn a broken set-up into status 0.
         if failed > 0 {
-            anyhow::bail!("{failed} problem(s) found; see the fixes above");
+            let hint = match (self.json, shown.is_ok()) {
+                (true, _) => "",
+                (false, true) => "; see the fixes above",
+                (false, false) => "; `claude-shim doctor` lists them with their fixes",
+            };
+            return Err(super::Failed(format!("{failed} problem(s) found{hint}")).into());
         }
-        Ok(())
+        shown.map_err(Into::into)
     }
 }
 

@@ -58,9 +58,15 @@ impl Run for Forget {
         } else {
             bail!("say what to forget: --cwd [DIR], --all or a SESSION id");
         };
-        match self.json {
-            true => writeln!(out, "{}", serde_json::json!(removed))?,
-            false => writeln!(out, "{}", summary(removed))?,
+        match (self.json, &self.cwd) {
+            (true, _) => writeln!(out, "{}", serde_json::json!(removed))?,
+            // A mistyped directory forgets nothing: say where to look.
+            (false, Some(dir)) if removed.pins == 0 => writeln!(
+                out,
+                "no pins for {}: nothing forgotten (`claude-shim pins` lists them)",
+                super::canonical_dir(dir)
+            )?,
+            (false, _) => writeln!(out, "{}", summary(removed))?,
         }
         Ok(())
     }

@@ -86,16 +86,18 @@ fn pin_span(arg: Option<Duration>, config_dir: Option<&Path>) -> (Duration, Stri
 
 impl Run for Gc {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
+        // The cutoff is reported even when there is nothing to apply it to.
+        let config = crate::env::claude_config_dir();
+        let (span, why) = pin_span(self.older_than, config.as_deref());
+        let cutoff = (span.as_secs(), why.as_str());
         let Some(mut store) = super::existing_store()? else {
             match self.json {
-                true => self.report(out, Default::default(), 0, (0, ""), None)?,
+                true => self.report(out, Default::default(), 0, cutoff, None)?,
                 false => writeln!(out, "nothing to collect (nothing is recorded yet)")?,
             }
             return Ok(());
         };
         let width = super::style::terminal_width();
-        let config = crate::env::claude_config_dir();
-        let (span, why) = pin_span(self.older_than, config.as_deref());
         let now = crate::store::now();
         let pins_before = duration::before(now, span);
         let runs_before = duration::before(now, self.runs_older_than);
@@ -123,7 +125,6 @@ impl Run for Gc {
         };
         let span_text = duration::exact(span.as_secs());
         let runs_text = duration::exact(self.runs_older_than.as_secs());
-        let cutoff = (span.as_secs(), why.as_str());
         if self.dry_run {
             let would = store.count_prunable(&gone, pins_before, runs_before)?;
             if self.json {
@@ -133,10 +134,11 @@ impl Run for Gc {
                 out,
                 &format!(
                     "would drop {} pin(s) (of {} session(s) whose files are gone, or unused for \
-                 longer than the cutoff of {span_text}, set by {why}) and {} runs row(s) older \
-                 than {runs_text}",
+                 longer than the cutoff of {span_text}, set by {why}), {} session record(s) no \
+                 pin would need any more, and {} runs row(s) older than {runs_text}",
                     would.pins,
                     gone.len(),
+                    would.sessions,
                     would.runs
                 ),
                 width,

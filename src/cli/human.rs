@@ -79,23 +79,10 @@ pub fn tail(text: &str, max: usize) -> String {
 }
 
 /// Words into lines of at most `width` characters (a longer word gets a
-/// line of its own). A `code span` is one word: a command is never broken
-/// where pasting it would change what it does.
+/// line of its own). A `code span` is one word, kept exactly as written: a
+/// command is never broken where pasting it would change what it does.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
-    let mut open = false;
-    for w in text.split_whitespace() {
-        match (open, words.last_mut()) {
-            (true, Some(last)) => {
-                last.push(' ');
-                last.push_str(w);
-            }
-            _ => words.push(w.to_owned()),
-        }
-        if w.matches('`').count() % 2 == 1 {
-            open = !open;
-        }
-    }
+    let words = words(text);
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in &words {
@@ -112,6 +99,58 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+/// `text` split at whitespace, but a `code span` stays inside its word,
+/// exactly as written. A backtick that nothing closes is plain text, or the
+/// rest would never break.
+fn words(text: &str) -> Vec<&str> {
+    let mut words = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some(&(start, _)) = chars.peek() {
+        let mut end = start;
+        while let Some((i, c)) = chars.next_if(|&(_, c)| !c.is_whitespace()) {
+            end = i + c.len_utf8();
+            if let Some(after) = (c == '`').then(|| span_end(text, end)).flatten() {
+                while chars.next_if(|&(j, _)| j < after).is_some() {}
+                end = after;
+            }
+        }
+        if end > start {
+            words.push(&text[start..end]);
+        }
+        while chars.next_if(|&(_, c)| c.is_whitespace()).is_some() {}
+    }
+    words
+}
+
+/// Where a code span opened just before `text[from..]` ends (the byte after
+/// its closing backtick): the first backtick that ends a word (whitespace,
+/// the end or punctuation next) outside a command's single quotes, so a
+/// quoted path such as `'/a `b` c'` stays inside; else the first that ends
+/// a word at all (an apostrophe in the span).
+fn span_end(text: &str, from: usize) -> Option<usize> {
+    let ends_word = |after: usize| {
+        text[after..]
+            .chars()
+            .next()
+            .is_none_or(|c| c.is_whitespace() || ",.;:)!?".contains(c))
+    };
+    let (mut quoted, mut escaped) = (false, false);
+    for (i, c) in text[from..].char_indices() {
+        let at = from + i;
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if !quoted => escaped = true,
+            '\'' => quoted = !quoted,
+            '`' if !quoted && ends_word(at + 1) => return Some(at + 1),
+            _ => {}
+        }
+    }
+    text[from..]
+        .match_indices('`')
+        .map(|(j, _)| from + j + 1)
+        .find(|&after| ends_word(after))
 }
 
 #[cfg(test)]
@@ -135,6 +174,28 @@ mod wrap_tests {
         );
         assert_eq!(lines.join(" "), text);
         assert_eq!(wrap("a b c", 3), ["a b", "c"]);
+    }
+
+    #[test]
+    fn an_unclosed_backtick_is_plain_text() {
+        assert_eq!(
+            wrap("a stray ` then words that break as usual", 16),
+            ["a stray ` then", "words that break", "as usual"]
+        );
+        assert_eq!(
+            wrap("it`s one tick and more words here", 12),
+            ["it`s one", "tick and", "more words", "here"]
+        );
+    }
+
+    #[test]
+    fn a_code_span_keeps_its_quoted_backticks_and_spaces() {
+        // What `doctor` prints for a data directory named "it's a  `dir` x".
+        let fix = r"`chmod 700 '/h/it'\''s a  `dir` x'`";
+        let lines = wrap(&format!("run {fix}, then `x`. done"), 12);
+        assert_eq!(lines, ["run", &format!("{fix},"), "then `x`.", "done"]);
+        // An apostrophe in a span of prose does not hold it open.
+        assert_eq!(wrap("`it's` and `b`", 6), ["`it's`", "and", "`b`"]);
     }
 }
 

@@ -9,9 +9,14 @@ pub fn resolve(given: &str, known: &[String], what: &str) -> Result<String> {
     if known.iter().any(|k| k == given) {
         return Ok(given.to_owned());
     }
+    // Ids are lowercase hex; `6E8E` typed or pasted from elsewhere names them too.
+    let lower = given.to_ascii_lowercase();
     let matches: Vec<&String> = match given.is_empty() {
         true => Vec::new(),
-        false => known.iter().filter(|k| k.starts_with(given)).collect(),
+        false => known
+            .iter()
+            .filter(|k| k.to_ascii_lowercase().starts_with(&lower))
+            .collect(),
     };
     match matches.as_slice() {
         [one] => Ok((*one).clone()),
@@ -50,5 +55,6 @@ mod tests {
         let e = resolve("ff", &known, "session").unwrap_err().to_string();
         assert!(e.contains("no session starts with"), "{e}");
         assert!(resolve("", &known, "session").is_err());
+        assert_eq!(resolve("0B12CD34", &known, "session").unwrap(), known[2]);
     }
 }

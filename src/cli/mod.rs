@@ -7,7 +7,7 @@ pub mod doctor;
 pub(crate) mod duration;
 mod forget;
 mod gc;
-mod human;
+pub(crate) mod human;
 mod id_prefix;
 pub mod init;
 pub mod install;
@@ -21,7 +21,7 @@ pub mod route_key;
 mod sessions;
 mod stats;
 mod status;
-mod style;
+pub(crate) mod style;
 mod tally;
 mod warm;
 
@@ -143,8 +143,17 @@ pub fn main(args: Vec<OsString>) -> ! {
         .run(&mut out)
         .and_then(|()| out.flush().map_err(Into::into));
     if out.closed() {
-        // `claude-shim log | head`: the reader has all it wanted.
-        std::process::exit(0)
+        // `claude-shim log | head`: the reader has all it wanted, unless
+        // the command's verdict is its status (`doctor | true`).
+        let failed = result
+            .as_ref()
+            .err()
+            .and_then(|e| e.downcast_ref::<Failed>());
+        let Some(Failed(why)) = failed else {
+            std::process::exit(0)
+        };
+        let _ = writeln!(std::io::stderr(), "claude-shim: {why}");
+        std::process::exit(1)
     }
     match result {
         Ok(()) => std::process::exit(0),
@@ -162,6 +171,19 @@ pub fn main(args: Vec<OsString>) -> ! {
         }
     }
 }
+
+/// A command's verdict that the exit status carries even when stdout was
+/// closed early: `doctor` found problems.
+#[derive(Debug)]
+struct Failed(String);
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Failed {}
 
 /// Where to go when the store cannot be read.
 const STORE_FIX: &str = "`claude-shim doctor` says how to fix the store";

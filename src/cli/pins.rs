@@ -51,9 +51,38 @@ fn rows(pins: Vec<PinRow>, now: i64, config_dir: Option<&Path>) -> Vec<Row> {
         .collect()
 }
 
-/// The table; fitted to `width` columns when given (a terminal): sessions
-/// as their 8-character prefix (every command takes one), the cwd's end,
-/// the reply preview in what is left.
+/// What a row needs besides the session and cwd columns: age, turns and
+/// the gaps (17), the least of a reply worth a column (20).
+const FIXED: usize = 5 + 1 + 5 + 2 + 2 + 2;
+const MIN_REPLY: usize = 20;
+/// The shortest a cwd's end gets before the ids give way.
+const CWD_MIN: usize = 20;
+/// The id prefix a row falls back to (every command takes a unique prefix).
+const SID_SHORT: usize = 8;
+const GONE: &str = " (session file gone)";
+
+/// The session and cwd column widths for `width` columns (`None`: a pipe,
+/// full lines): full ids and cwds when they fit, else the cwd down to its
+/// end, then the ids down to a prefix; the reply takes what is left.
+fn columns(full_sid: usize, full_cwd: usize, gone: bool, width: Option<usize>) -> (usize, usize) {
+    let Some(w) = width else {
+        return (full_sid, full_cwd);
+    };
+    let reserve = FIXED + MIN_REPLY + if gone { GONE.len() } else { 0 };
+    let cwd_for = |sid: usize| {
+        w.saturating_sub(reserve + sid)
+            .clamp(CWD_MIN.min(full_cwd), full_cwd)
+    };
+    let cwd = cwd_for(full_sid);
+    if reserve + full_sid + cwd <= w {
+        return (full_sid, cwd);
+    }
+    let sid = SID_SHORT.min(full_sid);
+    (sid, cwd_for(sid))
+}
+
+/// The table; fitted to `width` columns when given (a terminal), see
+/// [`columns`].
 pub fn render(
     out: &mut dyn Write,
     rows: &[Row],
@@ -64,35 +93,27 @@ pub fn render(
     if rows.is_empty() {
         return writeln!(out, "no pinned conversations");
     }
-    let (sid_w, cwd_max) = match width {
-        Some(_) => (8, 20),
-        None => (36, 40),
+    let full: Vec<String> = rows.iter().map(|r| human::tilde(&r.cwd, home)).collect();
+    let longest = |cells: Vec<&str>, header: &str| {
+        cells
+            .iter()
+            .map(|c| c.chars().count())
+            .fold(header.len(), usize::max)
     };
-    let cwds: Vec<String> = rows
-        .iter()
-        .map(|r| human::tail(&human::tilde(&r.cwd, home), cwd_max))
-        .collect();
-    let cwd_w = cwds
-        .iter()
-        .map(|c| c.chars().count())
-        .max()
-        .unwrap_or(3)
-        .clamp(3, cwd_max);
-    // age, turns, session, cwd and the gaps between them.
-    let before_preview = 5 + 1 + 5 + 2 + sid_w + 2 + cwd_w + 2;
+    let full_sid = longest(rows.iter().map(|r| r.session.as_str()).collect(), "session");
+    let full_cwd = longest(full.iter().map(String::as_str).collect(), "cwd");
+    let gone = rows.iter().any(|r| r.session_file.is_none());
+    let (sid_w, cwd_w) = columns(full_sid, full_cwd, gone, width);
+    let before_preview = FIXED + sid_w + cwd_w;
     writeln!(
         out,
         "{}",
         s.bold(&format!(
-            "{:<5} {:>5}  {:<sid_w$}  {}  last reply",
-            "age",
-            "turns",
-            "session",
-            human::cell("cwd", cwd_w)
+            "{:<5} {:>5}  {:<sid_w$}  {:<cwd_w$}  last reply",
+            "age", "turns", "session", "cwd"
         ))
     )?;
-    for (r, cwd) in rows.iter().zip(&cwds) {
-        const GONE: &str = " (session file gone)";
+    for (r, cwd) in rows.iter().zip(&full) {
         let gone = r.session_file.is_none();
         let preview_w = match width {
             Some(w) => w
@@ -106,7 +127,7 @@ pub fn render(
             duration::short(r.age_secs),
             r.turns,
             r.session.get(..sid_w).unwrap_or(&r.session),
-            human::cell(cwd, cwd_w),
+            human::cell(&human::tail(cwd, cwd_w), cwd_w),
             human::preview(&r.reply_preview, preview_w),
             if gone { s.yellow(GONE) } else { String::new() },
         )?;
@@ -160,6 +181,51 @@ mod tests {
             line.contains("Sure. Here is the plan (session file gone)"),
             "{line}"
         );
+    }
+
+    fn table(cwd: &str, width: Option<usize>) -> String {
+        let pins = vec![PinRow {
+            session: "6e8e0435-8e12-4245-aa25-f674ed4e97a7".into(),
+            cwd: cwd.into(),
+            turns: 4,
+            created_at: 1000,
+            reply_preview: "a reply ".repeat(20),
+            pins: 4,
+        }];
+        let rows = rows(pins, 1000 + 7200, None);
+        let mut out = Vec::new();
+        render(&mut out, &rows, Some("/home/u"), Style::PLAIN, width).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn ids_and_cwds_are_shortened_only_as_far_as_the_width_needs() {
+        let id = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
+        let long = "/home/u/work/clients/acme/a-rather-long-project-name/app";
+        let cwd = "~/work/clients/acme/a-rather-long-project-name/app";
+        let end = |n: usize| format!("…{}", &cwd[cwd.len() - (n - 1)..]);
+        // (width, what the row shows): whole on a pipe and when it fits;
+        // then the cwd's end; then an id prefix, the cwd getting back the room.
+        let cases = [
+            (None, format!("  {id}  {cwd}  a reply")),
+            (Some(200), format!("  {id}  {cwd}  a reply")),
+            (Some(120), format!("  {id}  {}  a reply", end(27))),
+            (Some(90), format!("  6e8e0435  {}  a reply", end(25))),
+            (Some(60), format!("  6e8e0435  {}  a reply", end(20))),
+        ];
+        for (width, want) in cases {
+            let t = table(long, width);
+            assert!(
+                t.lines().nth(1).is_some_and(|l| l.contains(&want)),
+                "{width:?}: {want}\n{t}"
+            );
+            if let Some(w) = width.filter(|&w| w >= 80) {
+                assert!(t.lines().all(|l| l.chars().count() <= w), "{w}:\n{t}");
+            }
+        }
+        // A short cwd leaves room for the whole id, and a reply, at 100.
+        let short = table("/home/u/proj", Some(100));
+        assert!(short.contains(&format!("  {id}  ~/proj  ")), "{short}");
     }
 
     #[test]

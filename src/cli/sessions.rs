@@ -153,14 +153,18 @@ pub fn render(
         Which::All => "any project".to_owned(),
         Which::Dir(d) => human::tilde(d, v.home.as_deref()),
     };
+    // A long project path wraps like the rest of the prose.
+    let say = |out: &mut dyn Write, text: &str| human::say(out, text, v.width);
+    let note = |out: &mut dyn Write, text: &str| -> std::io::Result<()> {
+        for l in human::hanging("", text, v.width) {
+            writeln!(out, "{}", s.dim(&l))?;
+        }
+        Ok(())
+    };
     if rows.is_empty() {
-        writeln!(out, "no Claude Code sessions in {place}")?;
+        say(out, &format!("no Claude Code sessions in {place}"))?;
         if !v.all {
-            writeln!(
-                out,
-                "{}",
-                s.dim("(--all lists the sessions of every project)")
-            )?;
+            note(out, "(--all lists the sessions of every project)")?;
         }
         return Ok(());
     }
@@ -176,7 +180,7 @@ pub fn render(
             summary.push_str(&format!(", {n} {what}"));
         }
     }
-    writeln!(out, "{summary}")?;
+    say(out, &summary)?;
 
     let col = |head, right, drop, f: &dyn Fn(&Session) -> String| Column {
         head,
@@ -278,10 +282,9 @@ pub fn render(
         line.push(title);
         writeln!(out, "{}", line.join(&gap).trim_end())?;
     }
-    writeln!(
+    note(
         out,
-        "{}",
-        s.dim("claude --resume <session> continues one; --json shows every field")
+        "claude --resume <session> continues one; --json shows every field",
     )?;
     Ok(())
 }
@@ -327,6 +330,24 @@ mod tests {
         let mut out = Vec::new();
         render(&mut out, rows, &Which::Dir("/home/u/proj".into()), v).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_header_wraps_a_long_project_path() {
+        let place = "/home/u/work/clients/acme/a rather long project name/services/app";
+        for rows in [
+            vec![],
+            vec![row("6e8e0435-8e12-4245-aa25-f674ed4e97a7", "t")],
+        ] {
+            let mut out = Vec::new();
+            render(&mut out, &rows, &Which::Dir(place.into()), &view(Some(40))).unwrap();
+            let t = String::from_utf8(out).unwrap();
+            let header: Vec<&str> = t.lines().take_while(|l| !l.starts_with("state")).collect();
+            assert!(header.len() > 1, "{t}");
+            for l in header {
+                assert!(l.chars().count() <= 40, "{l}\n{t}");
+            }
+        }
     }
 
     #[test]

@@ -137,42 +137,63 @@ fn status(out: &mut dyn Write, json: bool) -> Result<()> {
         )?;
         return Ok(());
     };
-    let style = Style::for_stdout();
+    render(out, &s, Style::for_stdout(), width)?;
+    Ok(())
+}
+
+/// The keeper and its live CLIs, fitted to `width` columns (`None`: a
+/// pipe, full lines): the keeper line wrapped as prose, the memory column
+/// as wide as its longest value, the cwd's end in what is left.
+fn render(
+    out: &mut dyn Write,
+    s: &crate::warm::protocol::Status,
+    style: Style,
+    width: Option<usize>,
+) -> std::io::Result<()> {
+    let keeper = format!(
+        "keeper pid {}, {} of at most {} live CLIs, idle ones end after {}",
+        s.pid,
+        s.live.len(),
+        s.max,
+        duration::exact(s.ttl_secs)
+    );
+    for l in human::hanging("", &keeper, width) {
+        writeln!(out, "{}", style.bold(&l))?;
+    }
+    if s.live.is_empty() {
+        return Ok(());
+    }
+    let memory: Vec<String> = s
+        .live
+        .iter()
+        .map(|l| l.rss_bytes.map_or("?".into(), |b| human::bytes(b as i64)))
+        .collect();
+    let mem_w = memory
+        .iter()
+        .map(|m| m.chars().count())
+        .fold("memory".len(), usize::max);
+    // session, state, turns, idle and age take 41 columns with their gaps.
+    let before_cwd = 41 + mem_w + 2;
     writeln!(
         out,
         "{}",
         style.bold(&format!(
-            "keeper pid {}, {} of at most {} live CLIs, idle ones end after {}",
-            s.pid,
-            s.live.len(),
-            s.max,
-            duration::exact(s.ttl_secs)
+            "{:<9} {:<9} {:>5}  {:<6} {:<6} {:>mem_w$}  cwd",
+            "session", "state", "turns", "idle", "age", "memory"
         ))
     )?;
-    if s.live.is_empty() {
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "{}",
-        style.bold("session   state     turns  idle   age    memory  cwd")
-    )?;
-    for l in &s.live {
+    for (l, mem) in s.live.iter().zip(&memory) {
         writeln!(
             out,
-            "{:<9} {:<9} {:>5}  {:<6} {:<6} {:>7}  {}",
+            "{:<9} {:<9} {:>5}  {:<6} {:<6} {mem:>mem_w$}  {}",
             l.session.get(..8).unwrap_or(&l.session),
             l.state,
             l.turns,
             duration::short(l.idle_secs as i64),
             duration::short(l.age_secs as i64),
-            l.rss_bytes
-                .map(|b| human::bytes(b as i64))
-                .unwrap_or_else(|| "?".into()),
-            // The cells before it take 50 columns; the end of a path tells
-            // directories apart.
+            // The end of a path tells directories apart.
             match width {
-                Some(w) => human::tail(&l.cwd, w.saturating_sub(50).max(12)),
+                Some(w) => human::tail(&l.cwd, w.saturating_sub(before_cwd).max(12)),
                 None => l.cwd.clone(),
             }
         )?;
@@ -188,5 +209,75 @@ impl Run for KeeperCmd {
     fn run(&self, _out: &mut dyn Write) -> Result<()> {
         let dir = crate::data_dir::DataDir::open()?;
         crate::warm::keeper::serve(client::config(&dir))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::warm::protocol::{Live, Status};
+
+    fn live(session: &str, rss: Option<u64>, cwd: &str) -> Live {
+        Live {
+            session: session.into(),
+            pid: 42,
+            state: "idle".into(),
+            turns: 3,
+            cwd: cwd.into(),
+            idle_secs: 90,
+            age_secs: 4000,
+            rss_bytes: rss,
+        }
+    }
+
+    fn text(s: &Status, width: Option<usize>) -> String {
+        let mut out = Vec::new();
+        render(&mut out, s, Style::PLAIN, width).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn columns_line_up_and_the_keeper_line_wraps() {
+        let deep = "/home/u/work/clients/acme/a-rather-long-project-name/app";
+        let s = Status {
+            pid: 4242,
+            build: "b".into(),
+            max: 4,
+            memory: 0,
+            ttl_secs: 1800,
+            live: vec![
+                live("6e8e0435-8e12", Some(241_696_768), deep),
+                live("0b12cd34-3333", None, "/w"),
+                live("ea76abf8-1111", Some(1000), "/x"),
+            ],
+        };
+        for width in [None, Some(80), Some(50)] {
+            let t = text(&s, width);
+            let table: Vec<&str> = t
+                .lines()
+                .skip_while(|l| !l.starts_with("session"))
+                .collect();
+            let at = table[0].find("cwd").expect("a cwd header");
+            for row in &table[1..] {
+                // Every cwd starts under its header, the memory cell ends before it.
+                let cwd = row.char_indices().nth(at).map(|(i, _)| &row[i..]);
+                assert!(
+                    cwd.is_some_and(|c| c.starts_with(['/', '…'])),
+                    "{width:?}: {row}\n{t}"
+                );
+                assert_eq!(&row[at - 2..at], "  ", "{width:?}: {row}");
+            }
+            assert!(t.contains("230.5 MiB  "), "{t}");
+        }
+        let t = text(&s, Some(80));
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+        // Below the keeper line's length, it wraps as prose does.
+        let t = text(&s, Some(50));
+        let keeper: Vec<&str> = t
+            .lines()
+            .take_while(|l| !l.starts_with("session"))
+            .collect();
+        assert_eq!(keeper.len(), 2, "{t}");
+        assert!(keeper.iter().all(|l| l.chars().count() <= 50), "{t}");
     }
 }

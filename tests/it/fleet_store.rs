@@ -267,8 +267,10 @@ fn every_query_of_the_store_runs_on_postgres() {
     assert_eq!(s.last_attempt(&node, "m", 0).unwrap().unwrap().id, id);
     assert_eq!(s.prune_attempts(i64::MAX).unwrap(), 1);
     assert_eq!(s.count_prunable(&[], 0, i64::MAX).unwrap().runs, 1);
+    let would = s.count_prunable(&[S.to_string()], 0, 0).unwrap();
     let removed = s.prune(&[S.to_string()], 0, 0).unwrap();
     assert_eq!((removed.pins, removed.sessions), (1, 1));
+    assert_eq!(would, removed, "gc --dry-run counts what gc removes");
     assert_eq!(s.forget_cwd("/b").unwrap().pins, 1);
     assert_eq!(s.forget_all().unwrap().pins, 0);
     assert_eq!(s.forget_sessions(&[S.to_string()]).unwrap().pins, 0);

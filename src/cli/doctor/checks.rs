@@ -36,10 +36,28 @@ fn check(name: &'static str, level: Level, detail: String, fix: Option<&str>) ->
     }
 }
 
-const REAL_FIX: &str = "install Claude Code (npm install -g @anthropic-ai/claude-code), \
+const REAL_FIX: &str = "install Claude Code (`npm install -g @anthropic-ai/claude-code`), \
      or set CLAUDE_SHIM_REAL to the real claude binary";
-const DB_FIX: &str =
-    "move the database away (mv shim.db shim.db.broken); the shim starts a new one";
+
+/// A fix is a command to paste: a code span (`human::wrap` never breaks
+/// one), its paths quoted for the shell.
+fn code(cmd: &str) -> String {
+    format!("`{cmd}`")
+}
+
+fn quoted(path: &Path) -> String {
+    crate::cli::quote::posix(&path.to_string_lossy())
+}
+
+/// Wherever doctor runs from: the full path, not the cwd's `shim.db`.
+fn db_fix(db: &Path) -> String {
+    let mut broken = db.as_os_str().to_owned();
+    broken.push(".broken");
+    format!(
+        "move the database away: {} (the shim starts a new one)",
+        code(&format!("mv {} {}", quoted(db), quoted(Path::new(&broken))))
+    )
+}
 
 pub fn judge(f: &Facts) -> Vec<Check> {
     let mut out = vec![path_check(f), link_check(f)];
@@ -63,7 +81,10 @@ fn warm_check(off: &[String]) -> Option<Check> {
                  input, or a release without stream-json): {}",
                 off.join("; ")
             ),
-            Some("claude-shim warm stop (tries a live CLI again now), or CLAUDE_SHIM_WARM=0"),
+            Some(
+                "`claude-shim warm stop` (tries a live CLI again now), or set \
+                 `CLAUDE_SHIM_WARM=0`",
+            ),
         )
     })
 }
@@ -99,7 +120,7 @@ fn link_check(f: &Facts) -> Check {
             name,
             Level::Warn,
             format!("{} links to another claude-shim build", link.display()),
-            Some("claude-shim install"),
+            Some("`claude-shim install`"),
         ),
         "gone" => check(
             name,
@@ -111,8 +132,8 @@ fn link_check(f: &Facts) -> Check {
                 f.link_target.as_deref().unwrap_or(Path::new("?")).display()
             ),
             Some(&format!(
-                "rm {}   (or `claude-shim install` to link this claude-shim)",
-                crate::cli::quote::posix(&link.to_string_lossy())
+                "{} (or `claude-shim install` to link this claude-shim)",
+                code(&format!("rm {}", quoted(&link)))
             )),
         ),
         "foreign" => check(
@@ -161,7 +182,10 @@ fn real_checks(f: &Facts) -> Vec<Check> {
             "capabilities",
             Level::Warn,
             "the probe got no answer from `claude --version`".into(),
-            Some("run the real claude with --version to see why"),
+            Some(&format!(
+                "run {} to see why",
+                code(&format!("{} --version", quoted(real)))
+            )),
         ),
         Some(c) => {
             let flag = |on: bool, name: &str| {
@@ -197,6 +221,15 @@ fn real_checks(f: &Facts) -> Vec<Check> {
 fn db_check(f: &Facts) -> Option<Check> {
     let name = "database";
     let Some(db) = &f.db_path else {
+        // A refused directory fails once, under permissions, with its fix.
+        if f.data_dir_refused.is_some() {
+            return Some(check(
+                name,
+                Level::Info,
+                "not opened: the data directory is refused (see permissions)".into(),
+                None,
+            ));
+        }
         return Some(check(
             name,
             Level::Fail,
@@ -204,6 +237,7 @@ fn db_check(f: &Facts) -> Option<Check> {
             Some("set CLAUDE_SHIM_HOME or HOME"),
         ));
     };
+    let fix = db_fix(db);
     let db = db.display();
     if !f.db_exists {
         return Some(check(
@@ -214,7 +248,7 @@ fn db_check(f: &Facts) -> Option<Check> {
         ));
     }
     if let Some(e) = &f.db_error {
-        return Some(check(name, Level::Fail, format!("{db}: {e}"), Some(DB_FIX)));
+        return Some(check(name, Level::Fail, format!("{db}: {e}"), Some(&fix)));
     }
     let h = f.db_health.as_ref()?;
     if h.quick_check != "ok" {
@@ -222,7 +256,7 @@ fn db_check(f: &Facts) -> Option<Check> {
             name,
             Level::Fail,
             format!("{db} is damaged: {}", human::preview(&h.quick_check, 200)),
-            Some(DB_FIX),
+            Some(&fix),
         ));
     }
     let size = human::bytes(f.db_size as i64);
@@ -251,19 +285,22 @@ fn db_check(f: &Facts) -> Option<Check> {
 
 fn permission_checks(f: &Facts) -> Vec<Check> {
     let name = "permissions";
-    let (Some(dir), Some(dir_mode)) = (&f.data_dir, f.data_dir_mode) else {
-        return vec![];
-    };
-    let dir = dir.display();
-    let mut out = Vec::new();
+    // A refusal is said even when the directory could not be looked at.
     if let Some((why, fix)) = &f.data_dir_refused {
-        out.push(check(
+        return vec![check(
             name,
             Level::Fail,
             format!("{why}; the shim will not use it (turns run as without the shim)"),
             Some(fix),
-        ));
-    } else if !f.data_dir_owned {
+        )];
+    }
+    let (Some(path), Some(dir_mode)) = (&f.data_dir, f.data_dir_mode) else {
+        return vec![];
+    };
+    let dir = path.display();
+    let chmod = code(&format!("chmod 700 {}", quoted(path)));
+    let mut out = Vec::new();
+    if !f.data_dir_owned {
         out.push(check(
             name,
             Level::Fail,
@@ -275,31 +312,31 @@ fn permission_checks(f: &Facts) -> Vec<Check> {
             name,
             Level::Fail,
             format!("{dir} is {dir_mode:04o}, writable by others; the shim will not use it"),
-            Some(&format!("chmod 700 {dir}")),
+            Some(&chmod),
         ));
     } else if dir_mode & 0o077 != 0 {
         out.push(check(
             name,
             Level::Warn,
             format!("{dir} is {dir_mode:04o}: others can look inside (want 0700)"),
-            Some(&format!("chmod 700 {dir}")),
+            Some(&chmod),
         ));
     }
-    if let (Some(db), Some(mode)) = (&f.db_path, f.db_mode) {
-        let db = db.display();
+    if let (Some(path), Some(mode)) = (&f.db_path, f.db_mode) {
+        let db = path.display();
         if !f.db_owned {
             out.push(check(
                 name,
                 Level::Fail,
                 format!("{db} belongs to another user; the shim will not use it"),
-                Some(DB_FIX),
+                Some(&db_fix(path)),
             ));
         } else if mode & 0o077 != 0 {
             out.push(check(
                 name,
                 Level::Fail,
                 format!("{db} is {mode:04o} (want 0600); the shim will not use it"),
-                Some(&format!("chmod 600 {db}")),
+                Some(&code(&format!("chmod 600 {}", quoted(path)))),
             ));
         }
     }
@@ -347,7 +384,7 @@ fn guard_check(guard: Option<&str>) -> Check {
                 "{}={raw:?} is malformed; the shim treats it as unset",
                 crate::env::GUARD
             ),
-            Some("unset CLAUDE_SHIM_GUARD (only the shim should set it)"),
+            Some("`unset CLAUDE_SHIM_GUARD` (only the shim should set it)"),
         ),
     }
 }
@@ -662,9 +699,81 @@ mod tests {
         assert!(link.detail.contains("/p/lib/node_modules"), "{link:?}");
         let fix = link.fix.unwrap_or_default();
         assert!(
-            fix.starts_with("rm '/h/.local/share/claude-shim/my bin/claude'"),
+            fix.starts_with("`rm '/h/.local/share/claude-shim/my bin/claude'`"),
             "{fix}"
         );
+    }
+
+    #[test]
+    fn fixes_are_code_spans_that_paste_whatever_the_path() {
+        let mut f = good();
+        f.data_dir = Some("/h/it's a `dir` $x".into());
+        f.data_dir_mode = Some(0o755);
+        f.db_path = Some("/h/it's a `dir` $x/shim.db".into());
+        f.db_mode = Some(0o644);
+        f.db_health = None;
+        f.db_error = Some("file is not a database".into());
+        f.real = Some("/opt/my tools/claude".into());
+        f.capabilities = None;
+        f.guard = Some("x".into());
+        let chmod_dir = r"`chmod 700 '/h/it'\''s a `dir` $x'`";
+        let chmod_db = r"`chmod 600 '/h/it'\''s a `dir` $x/shim.db'`";
+        let mv = r"`mv '/h/it'\''s a `dir` $x/shim.db' '/h/it'\''s a `dir` $x/shim.db.broken'`";
+        let got: Vec<(&str, String)> = judge(&f)
+            .into_iter()
+            .filter_map(|c| Some((c.name, c.fix?)))
+            .collect();
+        let want = [
+            (
+                "capabilities",
+                "run `'/opt/my tools/claude' --version` to see why".to_owned(),
+            ),
+            (
+                "database",
+                format!("move the database away: {mv} (the shim starts a new one)"),
+            ),
+            ("permissions", chmod_dir.to_owned()),
+            ("permissions", chmod_db.to_owned()),
+            (
+                "recursion guard",
+                "`unset CLAUDE_SHIM_GUARD` (only the shim should set it)".to_owned(),
+            ),
+        ];
+        assert_eq!(got, want);
+        // However narrow, each command stays whole on a line of its own.
+        let mut out = Vec::new();
+        print(&mut out, &judge(&f), Style::PLAIN, Some(40)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for cmd in [chmod_dir, chmod_db, mv] {
+            assert!(text.lines().any(|l| l.contains(cmd)), "{cmd} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_refused_data_directory_is_named_as_the_reason_not_home() {
+        let mut f = good();
+        f.data_dir_mode = None;
+        f.data_dir_refused = Some((
+            "cannot use /d: permission denied".into(),
+            "check the path, or set CLAUDE_SHIM_HOME elsewhere".into(),
+        ));
+        f.db_path = None;
+        f.db_exists = false;
+        f.db_health = None;
+        let checks = judge(&f);
+        let db = checks.iter().find(|c| c.name == "database").unwrap();
+        assert!(!db.detail.contains("HOME"), "{db:?}");
+        assert!(db.detail.contains("data directory is refused"), "{db:?}");
+        let perm = checks.iter().find(|c| c.name == "permissions");
+        let perm = perm.expect("the refusal is said even without a mode");
+        assert_eq!(perm.level, Level::Fail);
+        assert!(perm.detail.contains("permission denied"), "{perm:?}");
+
+        f.data_dir = None;
+        f.data_dir_refused = None;
+        let checks = judge(&f);
+        let db = checks.iter().find(|c| c.name == "database").unwrap();
+        assert_eq!(db.detail, "no data directory (HOME is unset)");
     }
 
     #[test]

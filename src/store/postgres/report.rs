@@ -198,13 +198,33 @@ impl Pg {
                     .await?
                     .get::<_, i64>(0);
             }
+            // The session rows prune leaves without a pin: those with none
+            // younger than the cutoff, and those of gone sessions that still had one.
+            let mut sessions: i64 = c
+                .q_one(
+                    "SELECT COUNT(*) FROM sessions s WHERE NOT EXISTS
+                       (SELECT 1 FROM pins p WHERE p.session = s.session AND p.created_at >= $1)",
+                    &[&pins_before],
+                )
+                .await?
+                .get(0);
+            for s in gone {
+                sessions += c
+                    .q_one(
+                        "SELECT COUNT(*) FROM sessions s WHERE s.session = $1 AND EXISTS
+                           (SELECT 1 FROM pins p WHERE p.session = s.session AND p.created_at >= $2)",
+                        &[s, &pins_before],
+                    )
+                    .await?
+                    .get::<_, i64>(0);
+            }
             let runs: i64 = c
                 .q_one("SELECT COUNT(*) FROM runs WHERE at < $1", &[&runs_before])
                 .await?
                 .get(0);
             Ok(Removed {
                 pins: pins as usize,
-                sessions: 0,
+                sessions: sessions as usize,
                 runs: runs as usize,
             })
         })

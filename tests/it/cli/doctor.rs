@@ -56,6 +56,17 @@ fn a_good_setup_passes_and_names_what_it_found() {
     assert!(out.contains("no problems found"), "{out}");
 }
 
+/// The JSON is the report: stderr points at no "fixes above".
+#[test]
+fn json_of_a_broken_set_up_says_no_more_on_stderr() {
+    let s = installed();
+    let o = run(doctor(&s, &[&s.shim_dir()], &["--json"]), Input::Null);
+    assert_eq!(o.status.code(), Some(1), "{}", o.err());
+    let v: Value = serde_json::from_str(&o.out()).expect("json");
+    assert_eq!(v["ok"], false);
+    assert!(!o.err().contains("fix"), "{}", o.err());
+}
+
 #[test]
 fn json_is_a_full_report() {
     let s = installed();
@@ -182,4 +193,64 @@ fn doctor_never_creates_the_database() {
     let out = ok(good(&s));
     assert!(line(&out, "database").contains("not created yet"), "{out}");
     assert!(!s.shim_home.join("shim.db").exists());
+}
+
+/// The command in the code span of the `fix:` that starts with `cmd`, as
+/// printed at 50 columns.
+fn fix_command(out: &str, cmd: &str) -> String {
+    let line = out
+        .lines()
+        .find(|l| l.contains(&format!("`{cmd} ")))
+        .unwrap_or_else(|| panic!("no `{cmd} …` on one line in:\n{out}"));
+    let from = line.find(&format!("`{cmd} ")).unwrap_or(0) + 1;
+    let to = line.rfind('`').unwrap_or(line.len());
+    line[from..to].to_owned()
+}
+
+/// Pasted into a shell from anywhere, each fix does what it says, whatever
+/// the data directory is called.
+#[test]
+fn fixes_paste_into_a_shell_whatever_the_path() {
+    let s = Sandbox::with_data_name("it's a `dir` $x");
+    ok(s.cli(&["install"]));
+    let db = s.store().path.clone();
+    let sh = |cmd: &str| {
+        let o = run(
+            {
+                let mut c = Command::new("sh");
+                c.args(["-c", cmd]).current_dir(&s.work);
+                c
+            },
+            Input::Null,
+        );
+        assert!(o.status.success(), "{cmd}: {}", o.err());
+    };
+    let narrow = || {
+        let mut cmd = good(&s);
+        cmd.env("COLUMNS", "50");
+        let o = run(cmd, Input::Null);
+        assert_eq!(o.status.code(), Some(1), "{}", o.out());
+        o.out()
+    };
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    sh(&fix_command(&narrow(), "chmod 600"));
+    assert_eq!(mode(&db), 0o600);
+
+    std::fs::set_permissions(&s.shim_home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = narrow();
+    // The database is not opened then; the reason is the directory, not HOME.
+    assert!(!line(&out, "database").contains("HOME"), "{out}");
+    assert!(line(&out, "database").contains("not opened"), "{out}");
+    sh(&fix_command(&out, "chmod 700"));
+    assert_eq!(mode(&s.shim_home), 0o700);
+
+    for side in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{side}", db.display()));
+    }
+    std::fs::write(&db, b"not a database!!".repeat(512)).unwrap();
+    sh(&fix_command(&narrow(), "mv"));
+    assert!(!db.exists());
+    assert!(s.shim_home.join("shim.db.broken").exists());
 }

@@ -233,3 +233,78 @@ fn gc_keeps_pins_when_it_cannot_see_the_session_files() {
     assert!(out.contains("not checking for gone session files"), "{out}");
     assert_eq!(sessions(&pins_json(&s, &[])), [S1]);
 }
+
+#[test]
+fn gc_dry_run_json_counts_what_gc_then_drops() {
+    let s = seeded();
+    // S2's old node goes on its own; S3's file is gone, so its record goes too.
+    seed_pin(&s, S2, "/b", 2, "old node", 40);
+    let json = |args: &[&str]| -> Value {
+        let out = ok(s.cli(&[&["gc", "--json"], args].concat()));
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let dry = json(&["--dry-run"]);
+    let real = json(&[]);
+    assert_eq!(dry["dropped"], real["dropped"], "dry {dry}\nreal {real}");
+    assert_eq!(real["dropped"]["sessions"], 1, "{real}");
+    assert_eq!(dry["sessions_gone"], real["sessions_gone"]);
+}
+
+#[test]
+fn gc_json_names_the_cutoff_even_with_nothing_recorded() {
+    let s = Sandbox::first_use();
+    let json = |args: &[&str]| -> Value {
+        let out = ok(s.cli(&[&["gc", "--json"], args].concat()));
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    };
+    let v = json(&[]);
+    assert_eq!(v["pins_older_than_secs"], 30 * 86_400, "{v}");
+    assert_eq!(
+        v["pins_cutoff_set_by"], "Claude Code's default cleanupPeriodDays",
+        "{v}"
+    );
+    let v = json(&["--dry-run", "--older-than", "2d"]);
+    assert_eq!(v["pins_older_than_secs"], 2 * 86_400, "{v}");
+    assert_eq!(v["pins_cutoff_set_by"], "--older-than", "{v}");
+}
+
+/// A pipe keeps full lines: whole ids and cwds; a terminal wide enough
+/// shows them whole too.
+#[test]
+fn pins_shortens_only_what_the_width_needs() {
+    let s = Sandbox::first_use();
+    let deep = "/srv/work/clients/acme/a-rather-long-project-name/services/app";
+    seed_pin(&s, S1, deep, 1, "a reply", 0);
+    s.make_session_file(S1);
+    let row = |columns: Option<&str>| {
+        let mut cmd = s.cli(&["pins"]);
+        if let Some(c) = columns {
+            cmd.env("COLUMNS", c);
+        }
+        let out = ok(cmd);
+        out.lines().nth(1).unwrap_or_default().to_owned()
+    };
+    let whole = format!("  {S1}  {deep}  a reply");
+    assert!(row(None).contains(&whole), "a pipe: {}", row(None));
+    assert!(row(Some("160")).contains(&whole), "{}", row(Some("160")));
+    let narrow = row(Some("80"));
+    assert!(narrow.contains(&format!("  {}  …", &S1[..8])), "{narrow}");
+    assert!(narrow.chars().count() <= 80, "{narrow}");
+}
+
+#[test]
+fn forget_takes_an_uppercase_prefix_and_says_when_a_cwd_has_no_pins() {
+    let s = seeded();
+    let hex = "abcdef12-1111-4111-8111-111111111111";
+    seed_pin(&s, hex, "/c", 1, "", 0);
+    let out = ok(s.cli(&["forget", "ABCDEF"]));
+    assert!(out.contains("forgot 1 pin(s)"), "{out}");
+    let out = ok(s.cli(&["forget", "--cwd", "/nonexistent"]));
+    assert!(out.contains("no pins for /nonexistent"), "{out}");
+    assert!(out.contains("`claude-shim pins`"), "{out}");
+    assert_eq!(
+        sessions(&pins_json(&s, &[])),
+        [S3, S1, S2],
+        "only {hex} went"
+    );
+}

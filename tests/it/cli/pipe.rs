@@ -154,3 +154,22 @@ fn run_leaves_a_closed_pipe_to_the_real_claude() {
     );
     assert!(!through.err().contains("panicked"), "{}", through.err());
 }
+
+/// The status is doctor's verdict: a reader that stops early (`doctor |
+/// head -1`) must not make a broken set-up look fine.
+#[test]
+fn doctor_fails_on_a_broken_set_up_even_when_the_reader_is_gone() {
+    let s = prepared();
+    // No real claude anywhere on PATH.
+    let broken = |args: &[&str]| {
+        let mut cmd = s.cli(&[&["doctor"], args].concat());
+        cmd.env("PATH", s.path_with(&[&s.shim_dir(), &s.tools]));
+        cmd
+    };
+    let o = closed_stdout(broken(&[]), None);
+    assert_eq!(o.status.code(), Some(1), "{}", o.err());
+    assert!(o.err().contains("problem(s) found"), "{}", o.err());
+    assert!(!o.err().contains("above"), "nothing was shown: {}", o.err());
+    let o = closed_stdout(broken(&["--json"]), None);
+    assert_eq!(o.status.code(), Some(1), "{}", o.err());
+}
