@@ -229,13 +229,10 @@ fn scan(
         let patience = (patient && scanned > 0).then_some(CONTROL_PATIENCE);
         // Nothing more yet after lines the shim can answer: no need to wait
         // and see whether the caller waits (the Python Agent SDK does).
-        let next = match patience {
-            Some(_) if scanned == buf.len() => match input.chunk(Some(Duration::ZERO))? {
-                None if answered(&buf[..scanned]) => None,
-                None => input.chunk(patience)?,
-                ready => ready,
-            },
-            _ => input.chunk(patience)?,
+        let known = patience.is_some() && scanned == buf.len() && answered(&buf[..scanned]);
+        let next = match known {
+            true => input.chunk(Some(Duration::ZERO))?,
+            false => input.chunk(patience)?,
         };
         match next {
             None => {
@@ -469,6 +466,32 @@ mod tests {
         assert_eq!(p.text(), None, "several lines are not one text");
         let msgs = user_line_messages(&[line, &more[0], &more[1]]).unwrap();
         assert_eq!(msgs[1]["role"], "assistant");
+    }
+
+    /// Records the patience of each read.
+    struct Patient(Script, Vec<Option<Duration>>);
+
+    impl Chunks for Patient {
+        fn chunk(&mut self, patience: Option<Duration>) -> std::io::Result<Option<Vec<u8>>> {
+            self.1.push(patience);
+            self.0.chunk(patience)
+        }
+    }
+
+    #[test]
+    fn control_lines_the_shim_answers_are_not_waited_on() {
+        let mut input = Patient(Script(vec![Some(CONTROL), None].into()), Vec::new());
+        let p = scan(&mut input, Vec::new(), 0, true, &mut |_| {}, &mut |l| {
+            l == CONTROL
+        })
+        .unwrap();
+        assert!(matches!(p, Prompt::Waiting { .. }), "{p:?}");
+        assert_eq!(input.1, [None, Some(Duration::ZERO)]);
+        // Lines it cannot answer: the caller gets the time to send its message.
+        let mut input = Patient(Script(vec![Some(CONTROL), None].into()), Vec::new());
+        let p = scan(&mut input, Vec::new(), 0, true, &mut |_| {}, &mut |_| false).unwrap();
+        assert!(matches!(p, Prompt::Waiting { .. }), "{p:?}");
+        assert_eq!(input.1, [None, Some(CONTROL_PATIENCE)]);
     }
 
     #[test]

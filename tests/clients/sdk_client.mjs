@@ -10,6 +10,9 @@
 //            arrives, while turn k's CLI is still running
 //   session  one query() with streaming input: one CLI process for every turn;
 //            also prints every message it received ({"message": …})
+//   interrupt as replay, but the last turn's message is streamed input and the
+//            turn is interrupted (query.interrupt()) once its init message came
+//   --messages: the replaying modes also print every message ({"message": …})
 //   tools    as replay, with a permission callback (canUseTool, allows) and a
 //            PreToolUse hook; each turn line lists the calls they got ("callbacks")
 // The SDK is found in $CLAUDE_AGENT_SDK_DIR (the package directory).
@@ -23,9 +26,9 @@ const { query } = await import(pathToFileURL(path.join(sdk, 'sdk.mjs')).href);
 
 const { values: a, positionals } = parseArgs({ allowPositionals: true, options: {
   cli: { type: 'string' }, turns: { type: 'string', default: '3' },
-  prompt: { type: 'string', default: 'message {k}' } } });
+  prompt: { type: 'string', default: 'message {k}' }, messages: { type: 'boolean' } } });
 const mode = positionals[0];
-if (!a.cli || !['replay', 'eager', 'session', 'tools'].includes(mode)) { console.error('usage: MODE --cli PATH'); process.exit(2); }
+if (!a.cli || !['replay', 'eager', 'session', 'tools', 'interrupt'].includes(mode)) { console.error('usage: MODE --cli PATH'); process.exit(2); }
 const turns = +a.turns;
 const now = () => Math.round((performance.timeOrigin + performance.now()) * 10) / 10;
 const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
@@ -45,7 +48,7 @@ if (mode === 'tools') {
 const transcript = (users, replies) => users.flatMap((u, i) =>
   i < replies.length ? [`Human: ${u}`, `Assistant: ${replies[i]}`] : [`Human: ${u}`]).join('\n\n');
 const turnLine = (k, r, tStart, tResult) => ({ turn: k, session_id: r.session_id, result: r.result ?? '',
-  is_error: r.is_error, t_start: tStart, t_result: tResult, t_done: now(),
+  is_error: r.is_error, subtype: r.subtype, t_start: tStart, t_result: tResult, t_done: now(),
   ...(calls.length ? { callbacks: calls.splice(0) } : {}) });
 
 async function replay() {
@@ -55,8 +58,30 @@ async function replay() {
     const prompt = transcript(users, replies);
     const tStart = now();
     let result = null, tResult = 0;
-    if (mode === 'replay' || mode === 'tools') {
+    if (mode === 'interrupt' && k === turns) {
+      // Streamed input keeps stdin open, so the interrupt can be sent.
+      let done;
+      const end = new Promise((r) => { done = r; });
+      async function* input() {
+        yield { type: 'user', session_id: '', parent_tool_use_id: null,
+          message: { role: 'user', content: prompt } };
+        await end;
+      }
+      const q = query({ prompt: input(), options });
+      let asked = false;
+      try {
+        for await (const m of q) {
+          if (a.messages) emit({ message: m });
+          if (m.type === 'system' && m.subtype === 'init' && !asked) { asked = true; await q.interrupt(); }
+          if (m.type === 'result') { result = m; tResult = now(); done(); }
+        }
+      } catch (e) {
+        // The SDK throws after an error result: the result is what counts.
+        if (!result) throw e;
+      }
+    } else if (mode === 'replay' || mode === 'tools' || mode === 'interrupt') {
       for await (const m of query({ prompt, options })) {
+        if (a.messages) emit({ message: m });
         if (m.type === 'result') { result = m; tResult = now(); }
       }
     } else {

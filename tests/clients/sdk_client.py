@@ -15,6 +15,7 @@ usage: sdk_client.py MODE --cli PATH --turns N [--prompt 'message {k}']
   tools    as replay, with a permission callback (can_use_tool, allows) and a
            PreToolUse hook; each turn line lists the calls they got ("callbacks")
 --settings PATH is passed on as ClaudeAgentOptions(settings=PATH).
+--messages: replay, eager and tools also print every message ({"message": …}).
 """
 import argparse
 import asyncio
@@ -77,6 +78,8 @@ async def replay(a, options) -> int:
         if a.mode in ("replay", "tools"):
             result, t_result = None, 0.0
             async for m in query(prompt=prompt, options=options):
+                if a.messages:
+                    emit({"message": {"class": type(m).__name__, **dataclasses.asdict(m)}})
                 if isinstance(m, ResultMessage):
                     result, t_result = m, now()
         else:
@@ -146,6 +149,7 @@ def main() -> int:
     ap.add_argument("--prompt", default="message {k}")
     ap.add_argument("--think", type=float, default=0.0)
     ap.add_argument("--settings")
+    ap.add_argument("--messages", action="store_true")
     a = ap.parse_args()
     options = ClaudeAgentOptions(cli_path=a.cli, cwd=os.getcwd(), settings=a.settings)
     if a.mode == "tools":

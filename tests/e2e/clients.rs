@@ -613,3 +613,132 @@ fn python_sdk_permission_callback_and_hook_run_on_warm_turns_as_cold() {
 fn typescript_sdk_permission_callback_and_hook_run_on_warm_turns_as_cold() {
     sdk_callbacks_on_warm_turns(Sdk::TypeScript);
 }
+
+/// A world whose model echoes the last user text (whatever the request's number).
+fn echo_world() -> World {
+    let w = World::new();
+    w.server.set_reply(|req: &LoggedRequest| {
+        format!("echo: {}", req.last_user_text().unwrap_or_default())
+    });
+    w
+}
+
+/// Every message an SDK client gets is the same on warm turns as on cold ones
+/// through the shim (ids, times, paths and costs masked): the same conversation,
+/// with warm turns off and on.
+fn sdk_warm_turns_give_the_messages_of_cold_ones(sdk: Sdk) {
+    let n = 5;
+    let mut cold = echo_world();
+    cold.sb.set_env("CLAUDE_SHIM_WARM", "0");
+    let warm = echo_world();
+    let converse = |w: &World| {
+        let mut cmd = w.client(sdk, "replay", n, &w.sb.shim_claude(), "message {k}");
+        cmd.arg("--messages");
+        lines(&run(cmd, b""))
+    };
+    let (c_turns, c_msgs) = converse(&cold);
+    let (w_turns, w_msgs) = converse(&warm);
+    let engines = |w: &World| -> Vec<String> {
+        run_rows(&w.sb.shim_home)
+            .into_iter()
+            .map(|r| r.engine)
+            .collect()
+    };
+    let (c_engines, w_engines) = (engines(&cold), engines(&warm));
+    assert!(w_engines[3..].iter().all(|e| e == "warm"), "{w_engines:?}");
+    assert!(
+        c_engines.iter().all(|e| e != "warm" && e != "live"),
+        "{c_engines:?}"
+    );
+    assert_eq!(replies(&c_turns, n), replies(&w_turns, n));
+    let mask = |w: &World, m: &[Value]| -> Vec<String> {
+        m.iter()
+            .map(|v| w.sb.mask(&v.to_string()))
+            .map(|s| mask_costs(&s))
+            .collect()
+    };
+    assert!(c_msgs.len() >= 2 * n, "{c_msgs:?}");
+    assert_eq!(mask(&cold, &c_msgs), mask(&warm, &w_msgs));
+}
+
+#[test]
+fn python_sdk_warm_turns_give_the_messages_of_cold_ones() {
+    sdk_warm_turns_give_the_messages_of_cold_ones(Sdk::Python);
+}
+
+#[test]
+fn typescript_sdk_warm_turns_give_the_messages_of_cold_ones() {
+    sdk_warm_turns_give_the_messages_of_cold_ones(Sdk::TypeScript);
+}
+
+/// An SDK client's interrupt on a warm turn (its model call stalled) ends the
+/// turn as it ends a cold CLI's without the shim: the same kinds of messages, the
+/// same error result; the live CLI that was interrupted is not kept.
+#[test]
+fn typescript_sdk_interrupt_on_a_warm_turn_ends_it_as_without_the_shim() {
+    let n = 5;
+    let stalled = |w: &World| {
+        w.server.set_delay(|req: &LoggedRequest| {
+            let last = req.last_user_text().unwrap_or_default();
+            match last.ends_with("message 5") {
+                true => std::time::Duration::from_secs(4),
+                false => std::time::Duration::ZERO,
+            }
+        });
+    };
+    let direct = World::new();
+    stalled(&direct);
+    let real = direct.sb.real_bin.join("claude");
+    let mut cmd = direct.client(Sdk::TypeScript, "interrupt", n, &real, "message {k}");
+    cmd.arg("--messages");
+    let (d_turns, d_msgs) = lines(&run(cmd, b""));
+    let shimmed = World::new();
+    stalled(&shimmed);
+    let mut cmd = shimmed.client(
+        Sdk::TypeScript,
+        "interrupt",
+        n,
+        &shimmed.sb.shim_claude(),
+        "message {k}",
+    );
+    cmd.arg("--messages");
+    let (s_turns, s_msgs) = lines(&run(cmd, b""));
+    let rows = run_rows(&shimmed.sb.shim_home);
+    assert_eq!(
+        rows[n - 1].engine,
+        "warm",
+        "{:?}",
+        rows.iter().map(|r| &r.engine).collect::<Vec<_>>()
+    );
+    // The last turn's result: an error, as without the shim.
+    let last = |t: &[Value]| (t[n - 1]["is_error"].clone(), t[n - 1]["subtype"].clone());
+    assert_eq!(last(&d_turns), last(&s_turns));
+    assert_eq!(last(&s_turns).0, true, "{s_turns:?}");
+    // The interrupted turn's messages, kind by kind.
+    let kinds = |m: &[Value]| -> Vec<String> {
+        let from = m
+            .iter()
+            .rposition(|m| m["type"] == "system" && m["subtype"] == "init")
+            .unwrap();
+        m[from..]
+            .iter()
+            .map(|m| format!("{}/{}", m["type"], m["subtype"]))
+            .collect()
+    };
+    assert_eq!(kinds(&d_msgs), kinds(&s_msgs));
+    // The interrupted CLI is not kept: no live CLI holds the conversation's session.
+    let mut cmd = std::process::Command::new(crate::support::shim_exe());
+    cmd.args(["warm", "status", "--json"])
+        .env_clear()
+        .env("HOME", &shimmed.sb.home)
+        .env("CLAUDE_SHIM_HOME", &shimmed.sb.shim_home);
+    let out = run(cmd, b"");
+    assert!(out.status.success(), "{}", describe(&out));
+    let status: Value = serde_json::from_slice(&out.stdout).expect("status json");
+    let session = s_turns[n - 1]["session_id"].as_str().unwrap();
+    let live = status["keeper"]["live"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(live.iter().all(|l| l["session"] != session), "{status}");
+}
