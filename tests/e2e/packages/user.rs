@@ -211,7 +211,11 @@ impl User {
             .unwrap_or_default();
         assert_eq!(check["level"], "warn", "{report:#}");
         let fix = check["fix"].as_str().unwrap_or_default();
-        let rm = fix.split("   (or").next().unwrap_or_default();
+        // The fix is a command in a code span (`rm '…'`), then an alternative.
+        let rm = fix
+            .strip_prefix('`')
+            .and_then(|f| f.split('`').next())
+            .unwrap_or_default();
         assert_eq!(rm, format!("rm {}", link.display()), "{report:#}");
         ok(self.sh(rm));
         assert!(
