@@ -740,5 +740,9 @@ fn typescript_sdk_interrupt_on_a_warm_turn_ends_it_as_without_the_shim() {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    assert!(live.iter().all(|l| l["session"] != session), "{status}");
+    assert!(
+        live.iter()
+            .all(|l| l["session"] != session || l["state"] == "stopping"),
+        "{status}"
+    );
 }
