@@ -138,6 +138,69 @@ pub fn own_call(line: &[u8], base: Option<&Base>) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The results of one call that a live process serves: after the first, a
+/// cold process (which started with the call) prints running totals — the
+/// usage of every result of the call so far — where the live one prints its
+/// own since it started. So the usage since the last result is summed here.
+#[derive(Default)]
+pub struct Running {
+    usage: Map<String, Value>,
+    total: f64,
+    results: usize,
+}
+
+impl Running {
+    /// `line` with the call's totals when it is a result after the call's
+    /// first (the first is the call's own: see [`own_call`]); `None`: not
+    /// such a result, or not one that can be summed.
+    pub fn line(&mut self, line: &[u8]) -> Option<Vec<u8>> {
+        memchr::memmem::find(line, b"\"total_cost_usd\":")?;
+        let v: Value = serde_json::from_slice(line).ok()?;
+        if v.get("type")?.as_str()? != "result" {
+            return None;
+        }
+        let since = v.get("model_usage_since_last_result")?.as_object()?;
+        for (model, entry) in since {
+            let sum = self
+                .usage
+                .entry(model.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            let (Some(sum), Some(entry)) = (sum.as_object_mut(), entry.as_object()) else {
+                return None;
+            };
+            for (k, value) in entry {
+                let added = match (COUNTERS.contains(&k.as_str()), value) {
+                    (true, Value::Number(n)) => {
+                        let was = sum.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                        number_like(n, was + n.as_f64()?)
+                    }
+                    _ => value.clone(),
+                };
+                sum.insert(k.clone(), added);
+            }
+            self.total += entry.get("costUSD").and_then(Value::as_f64).unwrap_or(0.0);
+        }
+        self.results += 1;
+        if self.results == 1 {
+            return None;
+        }
+        let usage = difference(&self.usage, &Map::new())?;
+        let mut out = line.to_vec();
+        let mut edits = vec![
+            (top_level_value(line, "modelUsage")?, usage),
+            (
+                top_level_value(line, "total_cost_usd")?,
+                js_number(round(self.total)).into_bytes(),
+            ),
+        ];
+        edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+        for (range, bytes) in edits {
+            out.splice(range, bytes);
+        }
+        Some(out)
+    }
+}
+
 /// `now` minus `base`, per model: the models this call used, in a fresh
 /// call's key order. `None` when `base` is not where `now` came from (a
 /// counter would go below zero).

@@ -284,11 +284,11 @@ impl Warm {
         watch: Option<Arc<dyn Watch>>,
     ) -> Option<Finished> {
         let bytes = attempt.prompt_bytes(&self.prompt);
-        let input = match &self.sdk {
-            // The caller's own user line (the history cut from it), its
-            // `initialize` before it in a process that never had one, and
-            // then whatever the caller goes on writing.
-            Some(sdk) => {
+        let input = match &self.prompt {
+            // A stream-json caller (the Agent SDKs): its own user line (the
+            // history cut from it), its `initialize` before it in a process
+            // that never had one, and then whatever it goes on writing.
+            Prompt::StreamJson { .. } => {
                 let mut line = bytes;
                 if !line.ends_with(b"\n") {
                     line.push(b'\n');
@@ -297,17 +297,20 @@ impl Warm {
                     crate::runner::StdinPlan::Stream { pending, .. } => pending.clone(),
                     _ => Vec::new(),
                 };
+                let sdk = self.sdk.as_ref();
                 Input {
                     line,
                     caller: Some(Caller {
-                        init: (lent.turns == 0).then(|| (sdk.line.clone(), sdk.id.clone())),
-                        answer: sdk.answer.clone(),
-                        heard: sdk.heard.clone(),
+                        init: sdk
+                            .filter(|_| lent.turns == 0)
+                            .map(|s| (s.line.clone(), s.id.clone())),
+                        answer: sdk.and_then(|s| s.answer.clone()),
+                        heard: sdk.and_then(|s| s.heard.clone()),
                         pending,
                     }),
                 }
             }
-            None => Input {
+            _ => Input {
                 line: warm::user_line(&String::from_utf8(bytes).ok()?),
                 caller: None,
             },
@@ -454,9 +457,28 @@ impl CallerSide {
             match Event::parse(&line) {
                 Some(Event::User(_)) => self.messages += 1,
                 Some(Event::ControlRequest(_)) => out.caller_controlled = true,
+                // A permission answer that adds rules or changes the mode
+                // changes the process for the turns after it.
+                Some(Event::ControlResponse(_)) if changes_permissions(&line) => {
+                    out.caller_controlled = true
+                }
                 _ => {}
             }
         }
+    }
+
+    /// The caller's input ended: a last line without its newline is
+    /// completed, as a cold CLI reads it at the end of its input (the bytes
+    /// to write).
+    fn end(&mut self, out: &mut Relayed) -> Option<&'static [u8]> {
+        self.ended = true;
+        if self.partial.is_empty() {
+            return None;
+        }
+        let n = out.from_caller.len();
+        self.took(b"\n", out);
+        out.from_caller.truncate(n);
+        Some(b"\n")
     }
 
     /// A line the process printed.
@@ -476,6 +498,17 @@ impl CallerSide {
             && self.results >= self.messages
             && self.state.as_deref().is_none_or(|s| s == "idle")
     }
+}
+
+/// Whether a caller's answer to a permission prompt adds permission rules
+/// or changes the permission mode (`updatedPermissions`).
+fn changes_permissions(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"updatedPermissions").is_some()
+        && serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|v| {
+            v["response"]["response"]["updatedPermissions"]
+                .as_array()
+                .is_some_and(|a| !a.is_empty())
+        })
 }
 
 /// Write the message, then relay the turn: stdout rendered for the caller's
@@ -553,9 +586,14 @@ fn relay(
             break;
         }
         if ctx.child.signalled() && !out.signalled {
+            // An Agent SDK caller's turn is over once each message has its
+            // result: then SIGINT stops the call, as it would stop an idle CLI.
+            let idle = side.as_ref().is_some_and(|s| s.results >= s.messages);
             match ctx.child.last_signal() {
-                Some(Signal::SIGINT) => {
-                    if interrupted_at.is_none() {
+                Some(Signal::SIGINT) if !idle => {
+                    // Never into the middle of a line the caller is writing.
+                    let clean = side.as_ref().is_none_or(|s| s.partial.is_empty());
+                    if interrupted_at.is_none() && clean {
                         let _ = (&lent.stdin).write_all(&warm::interrupt_line(&interrupt_id));
                         interrupted_at = Some(std::time::Instant::now());
                         out.interrupted = true;
@@ -567,6 +605,11 @@ fn relay(
                     out.signalled_by = sig;
                     stopped_at = Some(std::time::Instant::now());
                     tee::mute(hold);
+                    if idle {
+                        // Nothing more is owed (and SIGINT never reaches the
+                        // process: it is not kept).
+                        break 'turn;
+                    }
                 }
             }
         }
@@ -603,7 +646,11 @@ fn relay(
         if caller_ready {
             let side = side.as_mut().expect("reading the caller");
             match nix::unistd::read(0, &mut buf) {
-                Ok(0) | Err(_) => side.ended = true,
+                Ok(0) | Err(_) => {
+                    if let Some(nl) = side.end(&mut out) {
+                        let _ = (&lent.stdin).write_all(nl);
+                    }
+                }
                 Ok(n) => {
                     // The process reads on: a failed write means it is gone,
                     // which its stdout says.
@@ -673,13 +720,14 @@ fn relay(
                 // A cold run stopped by SIGINT exits 0, its error result printed.
                 out.exit = Some(if out.interrupted { 0 } else { code });
                 match side.as_mut() {
-                    Some(side) => {
+                    // A cold CLI ends after the result SIGINT brought.
+                    Some(side) if !out.interrupted => {
                         side.results += 1;
                         if side.done() {
                             break 'turn;
                         }
                     }
-                    None => break 'turn,
+                    _ => break 'turn,
                 }
             } else if side
                 .as_ref()

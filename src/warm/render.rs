@@ -23,6 +23,9 @@ pub struct Render {
     /// How the result's cost figures are made the call's own (a live
     /// process's results carry them: no base is needed).
     pub own_cost: Option<Own>,
+    /// Results printed so far, and their usage (a call may get several).
+    results: usize,
+    running: crate::cost::Running,
 }
 
 /// What one line of the live process amounts to for the caller.
@@ -39,6 +42,8 @@ impl Render {
         Render {
             format,
             own_cost: Some(Own::default()),
+            results: 0,
+            running: Default::default(),
         }
     }
 
@@ -63,9 +68,14 @@ impl Render {
             };
         };
         let exit = Some(i32::from(is_error));
-        let mut fixed = set_result_index_zero(line);
+        // Numbered, and costed, as a process that started with the call.
+        let mut fixed = set_result_index(line, self.results);
+        self.results += 1;
         if let Some(own) = &self.own_cost {
-            fixed = own.line(&fixed).into_owned();
+            fixed = match self.running.line(&fixed) {
+                Some(totals) => totals,
+                None => own.line(&fixed).into_owned(),
+            };
         }
         let out = match self.format {
             OutputFormat::StreamJson => fixed,
@@ -109,7 +119,7 @@ fn max_turns_message(errors: &[String]) -> String {
 }
 
 /// `"result_index":N` → `"result_index":0`.
-fn set_result_index_zero(line: &[u8]) -> Vec<u8> {
+fn set_result_index(line: &[u8], index: usize) -> Vec<u8> {
     const KEY: &[u8] = br#""result_index":"#;
     let Some(at) = memchr::memmem::find(line, KEY) else {
         return line.to_vec();
@@ -120,7 +130,7 @@ fn set_result_index_zero(line: &[u8]) -> Vec<u8> {
             .iter()
             .take_while(|b| b.is_ascii_digit())
             .count();
-    [&line[..start], b"0", &line[end..]].concat()
+    [&line[..start], index.to_string().as_bytes(), &line[end..]].concat()
 }
 
 /// The object line without its last key `key` (`,"key":<value>}` → `}`).

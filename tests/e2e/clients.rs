@@ -746,3 +746,69 @@ fn typescript_sdk_interrupt_on_a_warm_turn_ends_it_as_without_the_shim() {
         "{status}"
     );
 }
+
+/// A session client (one CLI for every message) whose first message is a
+/// transcript runs in a live CLI through the shim once the answer to
+/// `initialize` is known: it still gets what it gets without the shim —
+/// each result numbered and costed as its own process's (ids, times, paths
+/// masked; costs to 6 places).
+fn session_in_a_live_cli_is_unchanged(sdk: Sdk) {
+    let n = 3;
+    let prompt = "Human: hello\n\nAssistant: hi there\n\nHuman: message {k}";
+    let direct = echo_world();
+    let real = direct.sb.real_bin.join("claude");
+    let out = run(direct.client(sdk, "session", n, &real, prompt), b"");
+    let (d_turns, d_msgs) = lines(&out);
+    let shimmed = echo_world();
+    // Two starts teach the shim the answer to `initialize`.
+    shimmed.run_client(sdk, "replay", 2, "an earlier question {k}");
+    let (s_turns, s_msgs) = shimmed.run_client(sdk, "session", n, prompt);
+    let engines: Vec<String> = run_rows(&shimmed.sb.shim_home)
+        .into_iter()
+        .map(|r| r.engine)
+        .collect();
+    assert!(
+        matches!(engines.last().map(String::as_str), Some("live" | "ready")),
+        "{engines:?}"
+    );
+    assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
+    let mask = |w: &World, m: &[Value]| -> Vec<String> {
+        m.iter()
+            .map(|v| w.sb.mask(&v.to_string()))
+            .map(|s| mask_costs(&s))
+            .collect()
+    };
+    // The test server numbers its messages: the shimmed world's earlier
+    // conversation took the first numbers.
+    let renumber = |m: Vec<String>| -> Vec<String> {
+        m.into_iter()
+            .map(|s| {
+                let mut out = String::new();
+                let mut rest = s.as_str();
+                while let Some(at) = rest.find("msg_shimtest_") {
+                    out.push_str(&rest[..at]);
+                    out.push_str("msg_shimtest_N");
+                    rest = rest[at + "msg_shimtest_".len()..]
+                        .trim_start_matches(|c: char| c.is_ascii_digit());
+                }
+                out + rest
+            })
+            .collect()
+    };
+    let (d, s) = (
+        renumber(mask(&direct, &d_msgs)),
+        renumber(mask(&shimmed, &s_msgs)),
+    );
+    assert!(d.len() >= 3 * n, "{d:?}");
+    assert_eq!(d, s);
+}
+
+#[test]
+fn python_sdk_session_in_a_live_cli_is_unchanged() {
+    session_in_a_live_cli_is_unchanged(Sdk::Python);
+}
+
+#[test]
+fn typescript_sdk_session_in_a_live_cli_is_unchanged() {
+    session_in_a_live_cli_is_unchanged(Sdk::TypeScript);
+}

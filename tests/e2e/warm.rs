@@ -935,3 +935,49 @@ fn warm_stop_of_one_session_is_truthful() {
     });
     finish(&w);
 }
+
+/// A caller that writes its transcript as one stream-json user line with no
+/// `initialize` before it (Open Design's way) is served warm with the text
+/// of its message — never the line itself — and prints what it prints cold.
+#[test]
+fn a_stream_json_caller_without_a_handshake_runs_warm_with_its_message() {
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ];
+    let converse = |w: &mut World| -> Vec<String> {
+        let mut outs = Vec::new();
+        for k in 1..=4 {
+            let msg = format!("stream line {k}");
+            let text = labels(&w.history, &msg, "Human", "\n\n");
+            let line = serde_json::json!({"type": "user",
+                "message": {"role": "user", "content": text}});
+            let out = run(w.sb.shimmed(args), format!("{line}\n").as_bytes());
+            assert!(out.status.success(), "{}", describe(&out));
+            w.history.push((msg, result_reply(&out.stdout)));
+            outs.push(w.sb.mask(&String::from_utf8_lossy(&out.stdout)));
+        }
+        outs
+    };
+    let mut cold = World::new(false);
+    let mut warm = World::new(true);
+    let (c, w) = (converse(&mut cold), converse(&mut warm));
+    let engines: Vec<String> = warm.runs().into_iter().map(|(_, e)| e).collect();
+    assert!(engines[2..].iter().all(|e| e == "warm"), "{engines:?}");
+    // The model got the message's text each turn, as cold.
+    let texts = |w: &World| -> Vec<Option<String>> {
+        w.server
+            .main_requests()
+            .iter()
+            .map(|r| r.last_user_text())
+            .collect()
+    };
+    assert_eq!(texts(&cold), texts(&warm));
+    assert_eq!(texts(&warm)[3].as_deref(), Some("stream line 4"));
+    let strip = |outs: Vec<String>| -> Vec<String> { outs.iter().map(|o| mask_usage(o)).collect() };
+    assert_eq!(strip(c), strip(w));
+}
