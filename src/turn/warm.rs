@@ -449,8 +449,14 @@ struct CallerSide {
 
 impl CallerSide {
     /// Complete lines among `bytes`, counted.
-    fn took(&mut self, bytes: &[u8], out: &mut Relayed) {
-        out.from_caller.extend_from_slice(bytes);
+    /// `cold_may_run`: nothing has reached the caller for good, so a cold
+    /// run may still follow and needs what the caller wrote (after that it
+    /// is not kept: a long session does not pile it up).
+    fn took(&mut self, bytes: &[u8], out: &mut Relayed, cold_may_run: bool) {
+        match cold_may_run {
+            true => out.from_caller.extend_from_slice(bytes),
+            false => out.from_caller = Vec::new(),
+        }
         self.partial.extend_from_slice(bytes);
         while let Some(nl) = memchr::memchr(b'\n', &self.partial) {
             let line: Vec<u8> = self.partial.drain(..=nl).collect();
@@ -476,7 +482,7 @@ impl CallerSide {
             return None;
         }
         let n = out.from_caller.len();
-        self.took(b"\n", out);
+        self.took(b"\n", out, true);
         out.from_caller.truncate(n);
         Some(b"\n")
     }
@@ -555,7 +561,7 @@ fn relay(
     first.extend_from_slice(&input.line);
     if let (Some(c), Some(side)) = (caller, side.as_mut()) {
         first.extend_from_slice(&c.pending);
-        side.took(&c.pending, &mut out);
+        side.took(&c.pending, &mut out, true);
     }
     if (&lent.stdin).write_all(&first).is_err() {
         out.observation = observer.finish();
@@ -655,7 +661,8 @@ fn relay(
                     // The process reads on: a failed write means it is gone,
                     // which its stdout says.
                     let _ = (&lent.stdin).write_all(&buf[..n]);
-                    side.took(&buf[..n], &mut out);
+                    let cold_may_run = out.wrote == 0 || !tee::released(hold);
+                    side.took(&buf[..n], &mut out, cold_may_run);
                 }
             }
             if side.done() && out.exit.is_some() {
