@@ -69,6 +69,23 @@ impl World {
         lines(&out)
     }
 
+    /// How each managed turn ran (`cold`, `warm`, `live`, …), in order.
+    fn engines(&self) -> Vec<String> {
+        run_rows(&self.sb.shim_home)
+            .into_iter()
+            .map(|r| r.engine)
+            .collect()
+    }
+
+    /// Messages as compared between worlds: this sandbox's ids, times and
+    /// paths masked, costs to 6 places.
+    fn masked(&self, messages: &[Value]) -> Vec<String> {
+        messages
+            .iter()
+            .map(|v| mask_costs(&self.sb.mask(&v.to_string())))
+            .collect()
+    }
+
     /// `(kind, why_code)` of every managed turn, in order.
     fn runs(&self) -> Vec<(String, String)> {
         run_rows(&self.sb.shim_home)
@@ -204,13 +221,7 @@ fn session_is_unchanged(sdk: Sdk) {
     let shimmed = World::new();
     let (s_turns, s_msgs) = shimmed.run_client(sdk, "session", n, "message {k}");
     assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
-    let mask = |w: &World, m: &[Value]| -> Vec<String> {
-        m.iter()
-            .map(|v| w.sb.mask(&v.to_string()))
-            .map(|s| mask_costs(&s))
-            .collect()
-    };
-    assert_eq!(mask(&direct, &d_msgs), mask(&shimmed, &s_msgs));
+    assert_eq!(direct.masked(&d_msgs), shimmed.masked(&s_msgs));
     assert!(d_msgs.len() >= 3 * n, "{d_msgs:?}");
     // One process answered every message: the shim pinned nothing of it.
     let runs = shimmed.runs();
@@ -505,19 +516,11 @@ fn sdk_queries_run_warm(sdk: Sdk) {
     let n = 6;
     let (turns, _) = w.run_client(sdk, "replay", n, "message {k}");
     let replies = replies(&turns, n);
-    let rows = run_rows(&w.sb.shim_home);
-    let engines: Vec<(&str, &str)> = rows
-        .iter()
-        .map(|r| (r.kind.as_str(), r.engine.as_str()))
-        .collect();
-    eprintln!("{engines:?}");
+    let engines = w.engines();
     let msgs: Vec<String> = (1..=n).map(|k| format!("message {k}")).collect();
     assert_one_copy_of_history(&w, &msgs, &replies);
     // Two starts teach the answer; from then on every turn is warm.
-    assert!(
-        engines[3..].iter().all(|(_, e)| *e == "warm"),
-        "{engines:?}"
-    );
+    assert!(engines[3..].iter().all(|e| e == "warm"), "{engines:?}");
 }
 
 #[test]
@@ -569,10 +572,7 @@ fn sdk_callbacks_on_warm_turns(sdk: Sdk) {
     let (d_turns, _) = lines(&run(direct.client(sdk, "tools", n, &real, prompt), b""));
     let shimmed = tools_world();
     let (s_turns, _) = shimmed.run_client(sdk, "tools", n, prompt);
-    let engines: Vec<String> = run_rows(&shimmed.sb.shim_home)
-        .into_iter()
-        .map(|r| r.engine)
-        .collect();
+    let engines = shimmed.engines();
     assert!(engines[3..].iter().all(|e| e == "warm"), "{engines:?}");
     let callbacks = |w: &World, turns: &[Value]| -> Vec<String> {
         turns
@@ -638,27 +638,15 @@ fn sdk_warm_turns_give_the_messages_of_cold_ones(sdk: Sdk) {
     };
     let (c_turns, c_msgs) = converse(&cold);
     let (w_turns, w_msgs) = converse(&warm);
-    let engines = |w: &World| -> Vec<String> {
-        run_rows(&w.sb.shim_home)
-            .into_iter()
-            .map(|r| r.engine)
-            .collect()
-    };
-    let (c_engines, w_engines) = (engines(&cold), engines(&warm));
+    let (c_engines, w_engines) = (cold.engines(), warm.engines());
     assert!(w_engines[3..].iter().all(|e| e == "warm"), "{w_engines:?}");
     assert!(
         c_engines.iter().all(|e| e != "warm" && e != "live"),
         "{c_engines:?}"
     );
     assert_eq!(replies(&c_turns, n), replies(&w_turns, n));
-    let mask = |w: &World, m: &[Value]| -> Vec<String> {
-        m.iter()
-            .map(|v| w.sb.mask(&v.to_string()))
-            .map(|s| mask_costs(&s))
-            .collect()
-    };
     assert!(c_msgs.len() >= 2 * n, "{c_msgs:?}");
-    assert_eq!(mask(&cold, &c_msgs), mask(&warm, &w_msgs));
+    assert_eq!(cold.masked(&c_msgs), warm.masked(&w_msgs));
 }
 
 #[test]
@@ -703,13 +691,8 @@ fn typescript_sdk_interrupt_on_a_warm_turn_ends_it_as_without_the_shim() {
     );
     cmd.arg("--messages");
     let (s_turns, s_msgs) = lines(&run(cmd, b""));
-    let rows = run_rows(&shimmed.sb.shim_home);
-    assert_eq!(
-        rows[n - 1].engine,
-        "warm",
-        "{:?}",
-        rows.iter().map(|r| &r.engine).collect::<Vec<_>>()
-    );
+    let engines = shimmed.engines();
+    assert_eq!(engines[n - 1], "warm", "{engines:?}");
     // The last turn's result: an error, as without the shim.
     let last = |t: &[Value]| (t[n - 1]["is_error"].clone(), t[n - 1]["subtype"].clone());
     assert_eq!(last(&d_turns), last(&s_turns));
@@ -763,21 +746,12 @@ fn session_in_a_live_cli_is_unchanged(sdk: Sdk) {
     // Two starts teach the shim the answer to `initialize`.
     shimmed.run_client(sdk, "replay", 2, "an earlier question {k}");
     let (s_turns, s_msgs) = shimmed.run_client(sdk, "session", n, prompt);
-    let engines: Vec<String> = run_rows(&shimmed.sb.shim_home)
-        .into_iter()
-        .map(|r| r.engine)
-        .collect();
+    let engines = shimmed.engines();
     assert!(
         matches!(engines.last().map(String::as_str), Some("live" | "ready")),
         "{engines:?}"
     );
     assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
-    let mask = |w: &World, m: &[Value]| -> Vec<String> {
-        m.iter()
-            .map(|v| w.sb.mask(&v.to_string()))
-            .map(|s| mask_costs(&s))
-            .collect()
-    };
     // The test server numbers its messages: the shimmed world's earlier
     // conversation took the first numbers.
     let renumber = |m: Vec<String>| -> Vec<String> {
@@ -796,8 +770,8 @@ fn session_in_a_live_cli_is_unchanged(sdk: Sdk) {
             .collect()
     };
     let (d, s) = (
-        renumber(mask(&direct, &d_msgs)),
-        renumber(mask(&shimmed, &s_msgs)),
+        renumber(direct.masked(&d_msgs)),
+        renumber(shimmed.masked(&s_msgs)),
     );
     assert!(d.len() >= 3 * n, "{d:?}");
     assert_eq!(d, s);

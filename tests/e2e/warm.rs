@@ -941,14 +941,7 @@ fn warm_stop_of_one_session_is_truthful() {
 /// of its message — never the line itself — and prints what it prints cold.
 #[test]
 fn a_stream_json_caller_without_a_handshake_runs_warm_with_its_message() {
-    let args = [
-        "-p",
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-    ];
+    let args = crate::support::clients::LINES_ARGS;
     let converse = |w: &mut World| -> Vec<String> {
         let mut outs = Vec::new();
         for k in 1..=4 {
