@@ -33,7 +33,13 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Run a turn whose caller waits after its control lines (`before`).
-pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -> Exit {
+pub(super) fn run(
+    ctx: &Ctx<'_>,
+    args: &[OsString],
+    before: Vec<u8>,
+    complete: usize,
+    known: Option<Known>,
+) -> Exit {
     let id = uuid::Uuid::new_v4().to_string();
     // With the caller's own `--resume` the session is the caller's; else A
     // gets the id a fresh turn would.
@@ -48,12 +54,15 @@ pub fn run(ctx: &Ctx<'_>, args: &[OsString], before: Vec<u8>, complete: usize) -
         ),
     };
     // A panic in the shim's own logic: the handshake as without the answer.
-    let init = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        Init::new(ctx, args, &before[..complete])
-    }))
-    .ok()
-    .flatten()
-    .map(Arc::new);
+    let init = Known::of(known, &before[..complete])
+        .or_else(|| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| {
+                Init::new(ctx, args, &before[..complete])
+            }))
+            .ok()
+            .flatten()
+        })
+        .map(Arc::new);
     let mut answered = false;
     if let Some(i) = &init {
         if let Some(line) = i.answer_now() {
@@ -170,17 +179,37 @@ fn answered_at_once(
     }
 }
 
-/// Whether the shim would answer `lines` (the caller's `initialize`) itself.
-pub(super) fn can_answer(
+/// The caller's `initialize` (`lines`) when the shim would answer it itself
+/// (kept with its lines, so the turn need not work it out again).
+pub(super) fn answerable(
     real: &std::path::Path,
     output: crate::invocation::OutputFormat,
     args: &[OsString],
     lines: &[u8],
-) -> bool {
+) -> Option<Known> {
     std::panic::catch_unwind(AssertUnwindSafe(|| {
-        Init::of(real, output, args, lines).is_some_and(|i| i.answer_now().is_some())
+        Init::of(real, output, args, lines)
+            .filter(|i| i.answer_now().is_some())
+            .map(|init| Known {
+                lines: lines.to_vec(),
+                init,
+            })
     }))
-    .unwrap_or(false)
+    .ok()
+    .flatten()
+}
+
+/// An `initialize` the shim can answer, and the lines it was read from.
+pub(super) struct Known {
+    lines: Vec<u8>,
+    init: Init,
+}
+
+impl Known {
+    /// Its `Init`, if it was read from exactly `lines`.
+    fn of(known: Option<Known>, lines: &[u8]) -> Option<Init> {
+        known.filter(|k| k.lines == lines).map(|k| k.init)
+    }
 }
 
 /// A caller that sent its `initialize` and its message together (the
@@ -190,10 +219,14 @@ pub(super) fn together(
     ctx: &Ctx<'_>,
     args: &[OsString],
     before: &[u8],
+    known: Option<Known>,
 ) -> Option<super::warm::SdkInit> {
-    let init = std::panic::catch_unwind(AssertUnwindSafe(|| Init::new(ctx, args, before)))
-        .ok()
-        .flatten()
+    let init = Known::of(known, before)
+        .or_else(|| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| Init::new(ctx, args, before)))
+                .ok()
+                .flatten()
+        })
         .map(Arc::new)?;
     let _ = ctx.answered.set(init.answers(false));
     let answer = init.answer_now()?;

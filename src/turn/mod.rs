@@ -175,7 +175,11 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         false => managed.args.clone(),
     };
     let output = managed.output;
-    let mut answered = |lines: &[u8]| handshake::can_answer(real, output, &session_args, lines);
+    let mut known = None;
+    let mut answered = |lines: &[u8]| {
+        known = handshake::answerable(real, output, &session_args, lines);
+        known.is_some()
+    };
     let prompt = match prompt::read_knowing(&parsed, managed.input, &mut answered) {
         Ok(p) => p,
         Err(e) => {
@@ -196,13 +200,13 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
     };
     match prompt {
         Prompt::Waiting { before, complete } => {
-            handshake::run(&ctx, &session_args, before, complete)
+            handshake::run(&ctx, &session_args, before, complete, known)
         }
         prompt => {
             let original = attempt::original(&prompt, &args, managed.input);
             let sdk = match &prompt {
                 Prompt::StreamJson { before, .. } if !before.is_empty() => {
-                    handshake::together(&ctx, &session_args, before)
+                    handshake::together(&ctx, &session_args, before, known)
                 }
                 _ => None,
             };
