@@ -15,8 +15,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::dist::{dist, is_elf, platform, triple, Dist, VERSION};
-use crate::support::{ok, run, shim_exe, Input};
+use crate::support::dist::{dist, is_elf, linking, platform, triple, Dist, VERSION};
+use crate::support::{describe, ok, run, shim_exe, Input};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -290,4 +290,112 @@ fn the_sdist_is_a_complete_cargo_package() {
         .filter(|t| t["kind"][0] == "bin")
         .collect();
     assert_eq!(bins.len(), 1, "{bins:?}");
+}
+
+/// On Linux the packages carry a static binary at a fixed address: nothing
+/// for a dynamic loader to do at start (docs/performance.md: pass-through).
+/// Its one name lookup, the store's, keeps to the NSS services linked into
+/// it: a host name resolves through /etc/hosts, and a user only an NSS module
+/// knows (here nsswitch.conf says `passwd: files systemd`, and the uid is not
+/// in /etc/passwd) is an error the store reports — a static glibc that loaded
+/// libnss_systemd would crash instead (SIGSEGV). Needs root: a mount
+/// namespace for nsswitch.conf and a uid of no user.
+#[test]
+fn the_packaged_binary_is_static_and_its_store_lookups_load_no_nss_module() {
+    let dist = dist();
+    let t = tempfile::tempdir().unwrap();
+    let asset = format!("claude-shim-{}-v{VERSION}", triple());
+    ok({
+        let mut tar = Command::new("tar");
+        tar.arg("-xzf").arg(&dist.binstall).arg("-C").arg(t.path());
+        tar
+    });
+    let bin = t.path().join(&asset).join("claude-shim");
+    let how = linking(&bin);
+    assert!(
+        how.fixed_address && !how.dynamic_loader,
+        "{} is not static at a fixed address: rebuild dist/ with .ci/package",
+        bin.display()
+    );
+    // Root, or passwordless sudo (a CI runner's user).
+    let root: &[&str] = if nix::unistd::geteuid().is_root() {
+        &[]
+    } else if Command::new("sudo")
+        .args(["-n", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        &["sudo", "-n"]
+    } else {
+        panic!("this test needs root or passwordless sudo (a mount namespace, a uid of no user)")
+    };
+    let module = PathBuf::from(format!(
+        "/usr/lib/{}-linux-gnu/libnss_systemd.so.2",
+        std::env::consts::ARCH
+    ));
+    assert!(
+        module.exists(),
+        "{} missing: install Debian's libnss-systemd (.ci/test does)",
+        module.display()
+    );
+
+    let pg = crate::support::postgres::PgServer::start();
+    let home = t.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let nsswitch = t.path().join("nsswitch.conf");
+    std::fs::write(&nsswitch, "passwd: files systemd\nhosts: files dns\n").unwrap();
+    const NOBODY_KNOWS: u32 = 54321;
+    // The data directory is there (as after a first turn): `stats` opens
+    // the store it names.
+    let data = home.join(".local/share/claude-shim");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::set_permissions(&data, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    for dir in [
+        home.as_path(),
+        &home.join(".local"),
+        &home.join(".local/share"),
+        &data,
+    ] {
+        std::os::unix::fs::chown(dir, Some(NOBODY_KNOWS), Some(NOBODY_KNOWS)).unwrap();
+    }
+    std::fs::set_permissions(
+        t.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    // `claude-shim stats --json` against `url`, as a uid /etc/passwd does not
+    // know, with the nsswitch.conf above.
+    let stats = |url: &str| {
+        let mut cmd = Command::new("env");
+        cmd.args(root)
+            .args(["unshare", "--mount", "--propagation", "private", "sh", "-c"])
+            .arg(format!(
+                "mount --bind \"$0\" /etc/nsswitch.conf && cd \"$2\" && \
+                 exec setpriv --reuid {NOBODY_KNOWS} --regid {NOBODY_KNOWS} --clear-groups \
+                 env -i PATH=/usr/bin:/bin HOME=\"$2\" CLAUDE_SHIM_STORE=\"$3\" \"$1\" stats --json"
+            ))
+            .arg(&nsswitch)
+            .arg(&bin)
+            .arg(&home)
+            .arg(url)
+            .env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+        run(cmd, Input::Null)
+    };
+    // A host name, through /etc/hosts.
+    let named = pg.url("postgres").replace("127.0.0.1", "localhost");
+    let out = stats(&named);
+    assert!(out.status.success(), "{named}: {}", describe(&out));
+    serde_json::from_str::<Value>(&out.out()).unwrap_or_else(|e| panic!("{e}: {}", describe(&out)));
+    // No user in the URL: the default is this uid's name, which only
+    // libnss_systemd could give.
+    let userless = named.replace("shim@", "");
+    let out = stats(&userless);
+    assert_eq!(
+        (out.status.code(), out.out().is_empty()),
+        (Some(1), true),
+        "{userless}: {}",
+        describe(&out)
+    );
+    assert!(out.err().contains("store"), "{}", describe(&out));
 }

@@ -84,3 +84,31 @@ pub fn dist() -> Dist {
 pub fn is_elf(path: &Path) -> bool {
     std::fs::read(path).is_ok_and(|b| b.starts_with(b"\x7fELF"))
 }
+
+/// How an ELF executable starts: at a fixed address (`ET_EXEC`, not a
+/// position-independent `ET_DYN`), and whether it names a dynamic loader
+/// (a `PT_INTERP` program header). 64-bit little-endian only.
+pub struct Linking {
+    pub fixed_address: bool,
+    pub dynamic_loader: bool,
+}
+
+pub fn linking(path: &Path) -> Linking {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        b.starts_with(b"\x7fELF\x02\x01"),
+        "{}: not a 64-bit LE ELF",
+        path.display()
+    );
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(b[0x20..0x28].try_into().unwrap()) as usize;
+    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    let dynamic_loader = (0..phnum).any(|i| {
+        let o = phoff + i * phentsize;
+        u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) == 3 // PT_INTERP
+    });
+    Linking {
+        fixed_address: u16_at(0x10) == 2, // ET_EXEC
+        dynamic_loader,
+    }
+}

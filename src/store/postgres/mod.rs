@@ -13,6 +13,7 @@
 //! the session row's holder and draining flag for the others to read.
 
 mod migrations;
+mod nss;
 mod ops;
 mod report;
 
@@ -166,6 +167,7 @@ impl Pg {
             spent: Duration::ZERO,
             broken: None,
         };
+        nss::builtin_services_only();
         let (client, connection) = io.block("connecting", config.connect(NoTls))?;
         io.rt.spawn(async move {
             let _ = connection.await;
