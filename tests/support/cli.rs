@@ -121,7 +121,10 @@ fn version_of(cli: &Path) -> Version {
     Version::parse(&text).unwrap_or_else(|| panic!("{} --version printed {text:?}", cli.display()))
 }
 
-/// The shim binary built by cargo for this test run.
+/// The shim binary under test: the one cargo built for this run, or
+/// `CLAUDE_SHIM_TEST_BINARY` (.ci/test runs the e2e tests on the packaged build).
 pub fn shim_exe() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_claude-shim"))
+    std::env::var_os("CLAUDE_SHIM_TEST_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_claude-shim")))
 }
