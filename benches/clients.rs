@@ -6,7 +6,9 @@
 //! (each `query()` from its call to its end, as the client sees it) and the difference.
 //! Figures, never assertions.
 //!
-//! `cargo bench --bench clients` (`BENCH_TURNS`, default 6; `BENCH_ROUNDS`, default 5).
+//! `cargo bench --bench clients` (`BENCH_TURNS`, default 6; `BENCH_ROUNDS`, default 5;
+//! `BENCH_SDK=python|typescript`: one SDK only; `BENCH_SHIM_LOG`: a file for the shim's
+//! debug log, timestamped to the millisecond).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -47,7 +49,10 @@ enum Way {
 /// One conversation of `turns` turns; per-turn wall times in ms.
 fn conversation(sdk: Sdk, way: Way, turns: usize) -> Vec<f64> {
     let server = ApiServer::start();
-    let sb = Sandbox::real(&server);
+    let mut sb = Sandbox::real(&server);
+    if let Some(log) = std::env::var_os("BENCH_SHIM_LOG") {
+        sb.set_env("CLAUDE_SHIM_LOG", log);
+    }
     let cli: PathBuf = match way {
         Way::Shim => sb.shim_claude(),
         Way::Direct | Way::Session => sb.real_bin.join("claude"),
@@ -111,7 +116,13 @@ fn main() {
         "{:<44} {:>9} {:>9} {:>9} {:>11} {:>11} {:>11} {:>12} {:>10}",
         "", "session", "direct", "shim", "session", "direct", "shim", "session", ""
     );
-    for sdk in [Sdk::Python, Sdk::TypeScript] {
+    let only = std::env::var("BENCH_SDK")
+        .unwrap_or_default()
+        .to_lowercase();
+    for sdk in [Sdk::Python, Sdk::TypeScript]
+        .into_iter()
+        .filter(|s| s.name().to_lowercase().contains(&only))
+    {
         let mut first = [vec![], vec![], vec![]];
         let mut rest = [vec![], vec![], vec![]];
         for _ in 0..rounds {
