@@ -199,6 +199,9 @@ impl World {
             .stderr(Stdio::null());
         if matches!(way, Way::PgOneHost | Way::PgTwoHosts) {
             cmd.env("CLAUDE_SHIM_STORE", &self.url);
+            if let Some(log) = std::env::var_os("BENCH_SHIM_LOG") {
+                cmd.env("CLAUDE_SHIM_LOG", log);
+            }
         }
         cmd
     }
