@@ -118,8 +118,15 @@ pub(super) fn run(
             }
         }
     };
+    // What A has had: the lines before the user message, or, when input
+    // ended without one, every complete line (a last one without its
+    // newline is still to go).
     let (sent, requests) = match &prompt {
         Prompt::StreamJson { before, .. } => (before.len(), request_ids(before)),
+        Prompt::None { bytes, .. } => (
+            memchr::memrchr(b'\n', bytes).map_or(0, |nl| nl + 1),
+            Vec::new(),
+        ),
         _ => (0, Vec::new()),
     };
     let mut launch = Handshake {

@@ -762,3 +762,81 @@ proptest! {
         prop_assert_eq!(std::fs::read(&a_shim).unwrap(), std::fs::read(&a_direct).unwrap());
     }
 }
+
+/// Run `cmd` with stdin fed `chunks`, `pause` after each: a caller that keeps
+/// its input open longer than the shim waits for more (a busy machine's
+/// callers do too).
+fn paced(mut cmd: std::process::Command, chunks: &[&[u8]], pause: Duration) -> crate::support::Ran {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let start = std::time::Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().unwrap();
+    let chunks: Vec<Vec<u8>> = chunks.iter().map(|c| c.to_vec()).collect();
+    let writer = std::thread::spawn(move || {
+        for c in chunks {
+            let _ = stdin.write_all(&c);
+            let _ = stdin.flush();
+            std::thread::sleep(pause);
+        }
+    });
+    let mut err = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    writer.join().unwrap();
+    crate::support::Ran {
+        status,
+        stdout,
+        stderr: err.join().unwrap(),
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Stream-json lines that are neither a user message nor a control request,
+/// from a caller that keeps stdin open past the shim's wait for more
+/// (`prompt::CONTROL_PATIENCE`), then ends it: the CLI reads each byte once,
+/// as without the shim — the last line too, which has no newline. (Under
+/// load, `invalid_utf8_stdin_reaches_the_cli_byte_for_byte` once saw the
+/// lines go to the CLI twice.)
+#[test]
+fn lines_before_a_late_end_of_input_reach_the_cli_once() {
+    let w = Sandbox::scripted();
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ];
+    let chunks: &[&[u8]] = &[
+        b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"\xd9\x9d\xe4\xa7\xf2\"}}\n",
+        b"{\"type\":\"keep_alive\"}\n",
+        b"{\"type\":\"last, without its newline\"}",
+    ];
+    let pause = prompt::CONTROL_PATIENCE * 4;
+    let mut shim = w.shim();
+    let mut direct = w.direct(NO_ARGS);
+    for cmd in [&mut shim, &mut direct] {
+        cmd.args(args).env("FAKE_ECHO_STDIN", "1");
+    }
+    let (shim, direct) = (paced(shim, chunks, pause), paced(direct, chunks, pause));
+    assert_eq!(direct.stdout, chunks.concat(), "the fake echoes its stdin");
+    assert_same(&shim, &direct);
+}
