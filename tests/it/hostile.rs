@@ -10,7 +10,8 @@
 //! property tests (default here: 2,000 per property; 64 for the ones that
 //! start processes).
 
-use crate::support::process::{assert_same, both, run, Input};
+use crate::support::clients::LINES_ARGS;
+use crate::support::process::{assert_same, both, reader, run, Input};
 use crate::support::sandbox::{Sandbox, NO_ARGS};
 use claude_shim::dialect::{self, Detection};
 use claude_shim::invocation::OutputFormat;
@@ -767,7 +768,7 @@ proptest! {
 /// its input open longer than the shim waits for more (a busy machine's
 /// callers do too).
 fn paced(mut cmd: std::process::Command, chunks: &[&[u8]], pause: Duration) -> crate::support::Ran {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::process::Stdio;
     let start = std::time::Instant::now();
     let mut child = cmd
@@ -785,24 +786,12 @@ fn paced(mut cmd: std::process::Command, chunks: &[&[u8]], pause: Duration) -> c
             std::thread::sleep(pause);
         }
     });
-    let mut err = child.stderr.take().unwrap();
-    let err = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-    let mut stdout = Vec::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_end(&mut stdout)
-        .unwrap();
+    let (out, err) = (reader(child.stdout.take()), reader(child.stderr.take()));
     let status = child.wait().unwrap();
     writer.join().unwrap();
     crate::support::Ran {
         status,
-        stdout,
+        stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
         elapsed: start.elapsed(),
     }
@@ -817,14 +806,6 @@ fn paced(mut cmd: std::process::Command, chunks: &[&[u8]], pause: Duration) -> c
 #[test]
 fn lines_before_a_late_end_of_input_reach_the_cli_once() {
     let w = Sandbox::scripted();
-    let args = [
-        "-p",
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-    ];
     let chunks: &[&[u8]] = &[
         b"{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"\xd9\x9d\xe4\xa7\xf2\"}}\n",
         b"{\"type\":\"keep_alive\"}\n",
@@ -834,7 +815,7 @@ fn lines_before_a_late_end_of_input_reach_the_cli_once() {
     let mut shim = w.shim();
     let mut direct = w.direct(NO_ARGS);
     for cmd in [&mut shim, &mut direct] {
-        cmd.args(args).env("FAKE_ECHO_STDIN", "1");
+        cmd.args(LINES_ARGS).env("FAKE_ECHO_STDIN", "1");
     }
     let (shim, direct) = (paced(shim, chunks, pause), paced(direct, chunks, pause));
     assert_eq!(direct.stdout, chunks.concat(), "the fake echoes its stdin");
