@@ -48,6 +48,9 @@ pub const WARM_READY: &str = "CLAUDE_SHIM_WARM_READY";
 /// Where the store lives: `sqlite` (default: `<data dir>/shim.db`) or a
 /// `postgres://…` URL shared by a fleet of replicas.
 pub const STORE: &str = "CLAUDE_SHIM_STORE";
+/// `0`: turns on a shared store connect themselves (no connection readied
+/// by the keeper).
+pub const STORE_READY: &str = "CLAUDE_SHIM_STORE_READY";
 /// `1`: panic inside the turn's decision (tests prove a panic never reaches
 /// the caller: the turn runs as asked).
 pub const TEST_PANIC: &str = "CLAUDE_SHIM_TEST_PANIC";
@@ -61,6 +64,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         STORE,
         "sqlite (default) | postgres://user@host/db: a store shared by replicas (also `store = \"…\"` in <data dir>/config.toml)",
+    ),
+    (
+        STORE_READY,
+        "0 = each turn on a shared store connects itself (default: the keeper readies the next turn's connection)",
     ),
     (
         REAL,
@@ -235,6 +242,15 @@ pub fn warm_ready() -> bool {
             std::env::var(WARM_READY).as_deref().map(str::trim),
             Ok("0" | "false" | "off" | "no")
         )
+}
+
+/// The keeper readies store connections unless `CLAUDE_SHIM_STORE_READY`
+/// says `0`/`false`/`off`/`no`.
+pub fn store_ready() -> bool {
+    !matches!(
+        std::env::var(STORE_READY).as_deref().map(str::trim),
+        Ok("0" | "false" | "off" | "no")
+    )
 }
 
 pub fn warm_max() -> Option<usize> {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// What the real binary supports (one type, used by the plan, the store's
 /// cache and `doctor`).
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Capabilities {
     pub version: String,
     pub resume: bool,

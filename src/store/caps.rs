@@ -1,12 +1,20 @@
 //! Capability cache: what the real binary supports, keyed by its canonical
 //! path, size and mtime so an upgrade is noticed without probing every run.
+//! Beside a shared store, a turn also keeps them in its data dir
+//! ([`LOCAL_FILE`]): the binary is this host's, and the file is read in
+//! microseconds where the store costs a round trip.
 
 use super::Store;
 pub use crate::probe::Capabilities;
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The data dir's copy, for a turn beside a shared store.
+pub const LOCAL_FILE: &str = "capabilities.json";
+/// Binaries remembered in it (the most recent first).
+const LOCAL_KEEP: usize = 8;
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BinaryKey {
     pub path: String,
     pub size: u64,
@@ -34,7 +42,14 @@ impl BinaryKey {
 impl Store {
     pub fn capabilities(&self, key: &BinaryKey) -> Result<Option<Capabilities>> {
         if let Some(mut pg) = self.pg() {
-            return pg.capabilities(key);
+            if let Some(c) = self.local_capabilities(key) {
+                return Ok(Some(c));
+            }
+            let stored = pg.capabilities(key)?;
+            if let Some(c) = &stored {
+                self.keep_local_capabilities(key, c);
+            }
+            return Ok(stored);
         }
         Ok(self
             .conn
@@ -57,7 +72,9 @@ impl Store {
 
     pub fn save_capabilities(&self, key: &BinaryKey, caps: &Capabilities) -> Result<()> {
         if let Some(mut pg) = self.pg() {
-            return pg.save_capabilities(key, caps, super::now());
+            pg.save_capabilities(key, caps, super::now())?;
+            self.keep_local_capabilities(key, caps);
+            return Ok(());
         }
         self.conn.execute(
             "INSERT OR REPLACE INTO capabilities
@@ -76,6 +93,52 @@ impl Store {
             ],
         )?;
         Ok(())
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LocalEntry {
+    binary: BinaryKey,
+    caps: Capabilities,
+}
+
+impl Store {
+    /// The data dir's copy (a file we cannot read or parse is no copy).
+    fn local_entries(&self) -> Vec<LocalEntry> {
+        let Some(dir) = &self.local else {
+            return Vec::new();
+        };
+        match dir.read(LOCAL_FILE) {
+            Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn local_capabilities(&self, key: &BinaryKey) -> Option<Capabilities> {
+        self.local_entries()
+            .into_iter()
+            .find(|e| e.binary == *key)
+            .map(|e| e.caps)
+    }
+
+    fn keep_local_capabilities(&self, key: &BinaryKey, caps: &Capabilities) {
+        let Some(dir) = &self.local else { return };
+        let mut entries = self.local_entries();
+        entries.retain(|e| e.binary.path != key.path);
+        entries.insert(
+            0,
+            LocalEntry {
+                binary: key.clone(),
+                caps: caps.clone(),
+            },
+        );
+        entries.truncate(LOCAL_KEEP);
+        let written = serde_json::to_vec(&entries)
+            .map_err(std::io::Error::other)
+            .and_then(|json| crate::whole_file::write(&dir.join(LOCAL_FILE), &json, 0o600));
+        if let Err(e) = written {
+            crate::debug!("capabilities not kept in the data dir: {e}");
+        }
     }
 }
 

@@ -49,6 +49,9 @@ pub struct Store {
     clock: Clock,
     /// The shared backend, when there is one: every method goes there.
     shared: Option<Box<std::cell::RefCell<postgres::Pg>>>,
+    /// A turn's data dir, beside a shared store: where it keeps what only
+    /// this host knows (see `caps`), saving a round trip.
+    local: Option<DataDir>,
 }
 
 /// The SQLite connection of a local store. Tests and benchmarks reach it as
@@ -122,7 +125,23 @@ impl Store {
         let dir = DataDir::open()?;
         match backend::Location::configured(&dir)? {
             backend::Location::Sqlite => Self::open_at(&dir, true),
-            backend::Location::Postgres(url) => Self::open_shared(&url, postgres::Patience::Turn),
+            backend::Location::Postgres(url) => {
+                // What only this host knows (the binary's capabilities, the
+                // schema seen up to date) is kept in the data dir too.
+                let marker = postgres::schema::marker(&dir, &url);
+                let readied = crate::warm::client::store_connection(&dir, &url);
+                let adopted = readied.and_then(|r| {
+                    postgres::Pg::adopt(&url, r, Some(marker.clone()))
+                        .map_err(|e| crate::debug!("store: the readied connection failed ({e:#})"))
+                        .ok()
+                });
+                let mut store = match adopted {
+                    Some(pg) => Self::on_shared(&url, pg),
+                    None => Self::connect_shared(&url, postgres::Patience::Turn, Some(marker))?,
+                };
+                store.local = Some(dir);
+                Ok(store)
+            }
         }
     }
 
@@ -137,14 +156,27 @@ impl Store {
 
     /// The shared store at `url` (connected, schema up to date).
     pub fn open_shared(url: &str, patience: postgres::Patience) -> Result<Store> {
-        let pg = postgres::Pg::connect(url, patience)
+        Self::connect_shared(url, patience, None)
+    }
+
+    fn connect_shared(
+        url: &str,
+        patience: postgres::Patience,
+        marker: Option<PathBuf>,
+    ) -> Result<Store> {
+        let pg = postgres::Pg::connect(url, patience, marker)
             .with_context(|| format!("opening the shared store {}", backend::redact(url)))?;
-        Ok(Store {
+        Ok(Self::on_shared(url, pg))
+    }
+
+    fn on_shared(url: &str, pg: postgres::Pg) -> Store {
+        Store {
             conn: Sqlite(None),
             path: PathBuf::from(backend::redact(url)),
             clock: std::sync::Arc::new(now),
             shared: Some(Box::new(std::cell::RefCell::new(pg))),
-        })
+            local: None,
+        }
     }
 
     /// Whether replicas share this store (session files then travel
@@ -177,6 +209,14 @@ impl Store {
         }
         let _ = crate::whole_file::write(&marker, b"", 0o600);
         true
+    }
+
+    /// Send what the shared store has queued (see `postgres::Queued`) now;
+    /// a local store has nothing queued.
+    pub fn flush(&self) {
+        if let Some(mut pg) = self.pg() {
+            pg.flush();
+        }
     }
 
     /// The shared backend, if this store is one.
@@ -221,6 +261,7 @@ impl Store {
             path,
             clock: std::sync::Arc::new(now),
             shared: None,
+            local: None,
         })
     }
 

@@ -415,6 +415,7 @@ impl Store {
             path: path.to_path_buf(),
             clock: std::sync::Arc::new(super::now),
             shared: None,
+            local: None,
         })
     }
 

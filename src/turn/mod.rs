@@ -639,6 +639,7 @@ fn execute(
     }
     recorder.finish();
     sweep_ephemeral(&place);
+    place.store.lock().flush();
     finished.exit
 }
 
@@ -766,7 +767,12 @@ pub fn unchanged(
     };
     // Store trouble is why some of these ran unchanged: never fail on it.
     if reason.code != "store-unavailable" {
-        match Store::open_default().and_then(|s| s.log_run(&run)) {
+        let logged = Store::open_default().and_then(|s| {
+            s.log_run(&run)?;
+            s.flush();
+            Ok(())
+        });
+        match logged {
             Ok(()) => {}
             Err(e) => error!("recording the run failed: {e:#}"),
         }

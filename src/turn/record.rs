@@ -249,18 +249,22 @@ impl Recorder {
     pub fn at_result(&self, obs: &Observation) {
         let mut st = self.state();
         st.has_result = true;
-        if obs.results > 1 {
-            self.undo(&mut st);
-        } else if obs.has_success_result() && st.pinned.is_none() {
-            self.pin(&mut st, obs);
-        }
         if let Some(id) = self.attempt {
+            // On a shared store this is queued, and goes with the pin.
             let answered = crate::store::attempts::Outcome::Result;
             if let Err(e) = self.store.lock().end_attempt(id, answered) {
                 error!("recording the attempt's result: {e:#}");
             }
         }
+        if obs.results > 1 {
+            self.undo(&mut st);
+        } else if obs.has_success_result() && st.pinned.is_none() {
+            self.pin(&mut st, obs);
+        }
         self.maybe_draining(&st);
+        // The attempt's end is stored before the caller has the result (a
+        // retry then knows the message was answered).
+        self.store.lock().flush();
     }
 
     /// The caller's input ended: the CLI can take no further message.

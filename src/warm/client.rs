@@ -6,6 +6,7 @@
 use super::keeper;
 use super::protocol::{self, Reply, Request, Status};
 use crate::data_dir::DataDir;
+use crate::store::postgres::handoff::Handed;
 use std::fs::File;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -211,6 +212,23 @@ impl Keeper {
         }
     }
 
+    /// The store connection the keeper readied for `url`, if it has one.
+    fn store(&mut self, url: &str) -> Result<Handed, String> {
+        let asked = Request::Store {
+            url: url.to_owned(),
+        };
+        match self.call_fds(&asked) {
+            Ok((Reply::Store { answer, unix }, mut fds)) if fds.len() == 1 => Ok(Handed {
+                socket: fds.remove(0),
+                answer: hex::decode(answer).map_err(|e| e.to_string())?,
+                unix,
+            }),
+            Ok((Reply::Miss { why }, _)) => Err(why),
+            Ok((other, _)) => Err(format!("unexpected reply {other:?}")),
+            Err(e) => Err(format!("keeper: {e}")),
+        }
+    }
+
     /// End live processes (one session's, or all and the keeper).
     pub fn stop(&mut self, session: Option<String>) -> std::io::Result<()> {
         let _ = self.stream.set_read_timeout(Some(Duration::from_secs(30)));
@@ -219,6 +237,29 @@ impl Keeper {
             other => Err(std::io::Error::other(format!("unexpected reply {other:?}"))),
         }
     }
+}
+
+/// The store connection the keeper readied for this turn (see
+/// `store::postgres::handoff`). No keeper: one is started for the next
+/// turn, without waiting for it; this one connects itself.
+pub fn store_connection(dir: &DataDir, url: &str) -> Option<Handed> {
+    if !crate::env::store_ready() {
+        return None;
+    }
+    let start = Instant::now();
+    let Some(mut k) = Keeper::connect(dir, false) else {
+        let _ = spawn_keeper();
+        return None;
+    };
+    let handed = k
+        .store(url)
+        .map_err(|why| crate::debug!("store: no readied connection ({why})"))
+        .ok();
+    crate::debug!(
+        "store: asking the keeper for a readied connection ({} µs)",
+        start.elapsed().as_micros()
+    );
+    handed
 }
 
 /// A connection to the keeper socket at `path`, if a keeper of our own

@@ -107,6 +107,8 @@ pub struct Keeper {
     last_activity: Instant,
     draining: bool,
     store: Option<Store>,
+    /// Store connections readied for the next turns.
+    store_pool: super::store_pool::StorePool,
 }
 
 static TERMINATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -164,7 +166,17 @@ pub fn serve(cfg: Config) -> Result<()> {
         next_id: 1,
         last_activity: Instant::now(),
         draining: false,
+        store_pool: Default::default(),
     };
+    // A shared store: the turn that started us connected itself; the next
+    // finds a connection ready.
+    if let Ok(crate::store::backend::Location::Postgres(url)) =
+        crate::store::backend::Location::configured(&k.cfg.dir)
+    {
+        if crate::env::store_ready() {
+            k.store_pool.refill(&url);
+        }
+    }
     loop {
         // Told to stop, or orphaned: our socket was removed or replaced (the
         // data dir deleted, another keeper after a lock mix-up) so no shim
@@ -350,6 +362,23 @@ impl Keeper {
                 self.reply(id, &reply, &[]);
             }
             Request::Turn { .. } => self.turn(id, req),
+            Request::Store { url } => match self.store_pool.take(&url) {
+                Some(ready) => {
+                    let reply = Reply::Store {
+                        answer: hex::encode(&ready.answer),
+                        unix: ready.unix,
+                    };
+                    // Ours is closed once sent: the connection is the turn's.
+                    self.reply(id, &reply, &[ready.socket.as_raw_fd()]);
+                }
+                None => self.reply(
+                    id,
+                    &Reply::Miss {
+                        why: "no store connection ready yet".into(),
+                    },
+                    &[],
+                ),
+            },
             Request::Ready { key } => {
                 let reply = match self.reserve_ready(&key) {
                     Some(session) => Reply::Ready { session },
@@ -880,6 +909,7 @@ impl Keeper {
     }
 
     fn expire(&mut self) {
+        self.store_pool.expire();
         let ttl = self.cfg.ttl;
         let old: Vec<u64> = self
             .entries

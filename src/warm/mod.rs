@@ -11,6 +11,7 @@ pub mod fingerprint;
 pub mod keeper;
 pub mod protocol;
 pub mod render;
+pub mod store_pool;
 pub mod unresponsive;
 
 use crate::argv::{self, ParsedArgs};

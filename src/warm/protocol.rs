@@ -60,6 +60,11 @@ pub enum Request {
     Release {
         session: String,
     },
+    /// A store connection readied for `url` (see
+    /// `store::postgres::handoff`); the keeper readies the next one.
+    Store {
+        url: String,
+    },
     Status,
     /// End live processes: one session's, or all (and the keeper).
     Stop {
@@ -88,6 +93,12 @@ pub enum Reply {
     /// A ready CLI's session id, reserved for the asker's turn.
     Ready {
         session: String,
+    },
+    /// The readied connection's socket comes with this line; `answer`
+    /// (hex): the server's start-up answer.
+    Store {
+        answer: String,
+        unix: bool,
     },
     Ok,
     /// How a lent process ended: an exit code, or the signal that killed it.

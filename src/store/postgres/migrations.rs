@@ -3,7 +3,7 @@
 //! transaction under an advisory lock, so replicas starting together apply
 //! each step once.
 
-use super::{call, Pg, Typed};
+use super::{call, call_tx, Pg, Typed};
 use anyhow::Result;
 use tokio_postgres::error::SqlState;
 
@@ -108,7 +108,7 @@ pub fn apply(pg: &mut Pg) -> Result<()> {
     if current.is_some_and(|v| v >= COUNT) {
         return Ok(());
     }
-    call!(pg, "migrating the schema", |c| {
+    call_tx!(pg, "migrating the schema", |c| {
         let tx = c.transaction().await?;
         tx.x("SELECT pg_advisory_xact_lock($1)", &[&LOCK]).await?;
         tx.batch_execute(

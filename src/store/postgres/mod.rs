@@ -12,14 +12,17 @@
 //! process's connection (freed by the server when the process dies), plus
 //! the session row's holder and draining flag for the others to read.
 
+pub mod handoff;
 mod migrations;
 mod nss;
 mod ops;
 mod report;
+pub mod schema;
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::HashSet;
 use std::future::Future;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Config, Error, GenericClient, NoTls, Row};
@@ -46,9 +49,54 @@ struct Io {
     spent: Duration,
     /// Why the connection may not be used any more.
     broken: Option<String>,
+    /// The local note that the schema is up to date (see `schema`), when
+    /// this process trusted one.
+    schema_marker: Option<std::path::PathBuf>,
+}
+
+/// The connection settings of `url`, with ours: the schema, and the
+/// server's own bounds on each statement (see the module's comment).
+fn config(url: &str, patience: Patience) -> Result<Config> {
+    let mut config: Config = url.parse().context("reading the store URL")?;
+    let per_call = match patience {
+        Patience::Turn => TURN_BUDGET,
+        Patience::Each(d) => d,
+    };
+    let ms = per_call.as_millis();
+    let ours = format!(
+        "-c search_path=claude_shim -c statement_timeout={ms} -c lock_timeout={ms} \
+         -c idle_in_transaction_session_timeout={}",
+        ms * 4
+    );
+    let options = match config.get_options() {
+        Some(theirs) if !theirs.is_empty() => format!("{theirs} {ours}"),
+        _ => ours,
+    };
+    config
+        .options(options)
+        .application_name("claude-shim")
+        .connect_timeout(CONNECT_TIMEOUT.min(per_call))
+        .tcp_user_timeout(per_call)
+        .keepalives_idle(Duration::from_secs(30));
+    Ok(config)
 }
 
 impl Io {
+    fn new(patience: Patience) -> Result<Io> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .context("starting the store's I/O")?;
+        Ok(Io {
+            rt,
+            patience,
+            spent: Duration::ZERO,
+            broken: None,
+            schema_marker: None,
+        })
+    }
+
     fn limit(&self) -> Result<Duration> {
         if let Some(why) = &self.broken {
             bail!("the store connection is unusable ({why})");
@@ -68,8 +116,37 @@ impl Io {
         })
     }
 
-    /// Run one call to the end or to the limit.
-    fn block<T, F>(&mut self, what: &str, f: F) -> Result<T>
+    /// Run one call to the end or to the limit, the writes `queued` before
+    /// it sent ahead of it in the same round trip (each its own implicit
+    /// transaction, run by the server in order). A queued write that fails
+    /// is reported here; the call's own result is returned.
+    fn block<T, F>(&mut self, what: &str, client: &Client, queued: Vec<Queued>, f: F) -> Result<T>
+    where
+        F: Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        if queued.is_empty() {
+            return self.block_alone(what, f);
+        }
+        let n = queued.len();
+        let labelled = format!(
+            "{what}, with {n} queued write{}",
+            if n == 1 { "" } else { "s" }
+        );
+        let (written, out) = self.block_alone(&labelled, async {
+            // `join` polls the writes first: their requests go out ahead.
+            let writes = futures_util::future::join_all(queued.iter().map(|w| w.send(client)));
+            Ok(futures_util::future::join(writes, f).await)
+        })?;
+        for (w, r) in queued.iter().zip(written) {
+            if let Err(e) = r {
+                self.note_failure(&e);
+                crate::error!("store: {}: {}", w.what, describe(&e));
+            }
+        }
+        out.map_err(|e| self.failed(what, e))
+    }
+
+    fn block_alone<T, F>(&mut self, what: &str, f: F) -> Result<T>
     where
         F: Future<Output = Result<T, tokio_postgres::Error>>,
     {
@@ -82,12 +159,7 @@ impl Io {
         crate::debug!("store: {what} ({} µs)", start.elapsed().as_micros());
         match out {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => {
-                if e.is_closed() {
-                    self.broken = Some("the server closed it".into());
-                }
-                Err(anyhow!(describe(&e))).with_context(|| format!("store: {what}"))
-            }
+            Ok(Err(e)) => Err(self.failed(what, e)),
             Err(_) => {
                 self.broken = Some(format!("{what} timed out"));
                 bail!(
@@ -96,6 +168,41 @@ impl Io {
                 )
             }
         }
+    }
+
+    fn failed(&mut self, what: &str, e: tokio_postgres::Error) -> anyhow::Error {
+        self.note_failure(&e);
+        anyhow!(describe(&e)).context(format!("store: {what}"))
+    }
+
+    /// What a failed statement says of the connection and of the schema.
+    fn note_failure(&mut self, e: &tokio_postgres::Error) {
+        if e.is_closed() {
+            self.broken = Some("the server closed it".into());
+        }
+        if schema::is_missing_object(e) {
+            // The schema is not what the marker said (dropped, restored
+            // from an older copy): the next process checks it again.
+            if let Some(marker) = &self.schema_marker {
+                schema::forget(marker);
+            }
+        }
+    }
+}
+
+/// A write whose answer nobody waits for (a run's log row, an attempt's
+/// end, a scan): queued by a turn, it goes out ahead of the next statement,
+/// in that statement's round trip, or when the store is dropped or flushed.
+pub(crate) struct Queued {
+    what: &'static str,
+    sql: &'static str,
+    args: Vec<Box<dyn DynArg + Send>>,
+}
+
+impl Queued {
+    async fn send(&self, client: &Client) -> Result<u64, tokio_postgres::Error> {
+        let args: Vec<&dyn DynArg> = self.args.iter().map(|a| &**a as &dyn DynArg).collect();
+        client.x(self.sql, &args).await
     }
 }
 
@@ -108,6 +215,9 @@ fn describe(e: &tokio_postgres::Error) -> String {
 }
 
 pub struct Pg {
+    /// Before `client`: dropping the runtime first ends the connection's
+    /// task, so the client's goodbye is never sent (`handoff` relies on it;
+    /// the server reads the socket's end as the same goodbye).
     io: Io,
     client: Client,
     /// Sessions whose lease (advisory lock) this connection holds.
@@ -120,55 +230,71 @@ pub struct Pg {
     /// conditional on the stored end, so a stale entry makes an upload
     /// fail (as a race would), never write in the wrong place.
     manifests: std::collections::HashMap<String, Vec<crate::store::transcripts::Chunk>>,
+    /// Writes waiting for the next round trip (a turn's only; see [`Queued`]).
+    queued: Vec<Queued>,
 }
 
-/// Run `$body` (an async block using `$c: &mut Client`) as one bounded call.
+/// Run `$body` (an async block using `$c: &Client`) as one bounded call,
+/// the queued writes sent ahead of it in the same round trip.
 macro_rules! call {
     ($pg:expr, $what:expr, |$c:ident| $body:expr) => {{
         let pg = &mut *$pg;
-        let $c = &mut pg.client;
-        pg.io.block($what, async move { $body })
+        let queued = std::mem::take(&mut pg.queued);
+        let $c = &pg.client;
+        pg.io.block($what, $c, queued, async move { $body })
     }};
 }
 pub(crate) use call;
 
+/// As [`call!`], for a body that needs `$c: &mut Client` (a transaction):
+/// the queued writes go first, in a round trip of their own.
+macro_rules! call_tx {
+    ($pg:expr, $what:expr, |$c:ident| $body:expr) => {{
+        let pg = &mut *$pg;
+        pg.flush();
+        let $c = &mut pg.client;
+        pg.io.block_alone($what, async move { $body })
+    }};
+}
+pub(crate) use call_tx;
+
 impl Pg {
-    /// Connect, bounded by `patience`, and bring the schema up to date.
-    pub fn connect(url: &str, patience: Patience) -> Result<Pg> {
-        let mut config: Config = url.parse().context("reading the store URL")?;
-        let per_call = match patience {
-            Patience::Turn => TURN_BUDGET,
-            Patience::Each(d) => d,
-        };
-        let ms = per_call.as_millis();
-        let ours = format!(
-            "-c search_path=claude_shim -c statement_timeout={ms} -c lock_timeout={ms} \
-             -c idle_in_transaction_session_timeout={}",
-            ms * 4
-        );
-        let options = match config.get_options() {
-            Some(theirs) if !theirs.is_empty() => format!("{theirs} {ours}"),
-            _ => ours,
-        };
-        config
-            .options(options)
-            .application_name("claude-shim")
-            .connect_timeout(CONNECT_TIMEOUT.min(per_call))
-            .tcp_user_timeout(per_call)
-            .keepalives_idle(Duration::from_secs(30));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .context("starting the store's I/O")?;
-        let mut io = Io {
-            rt,
-            patience,
-            spent: Duration::ZERO,
-            broken: None,
-        };
+    /// Connect, bounded by `patience`, and bring the schema up to date:
+    /// read its version, unless `marker` (see [`schema`]) says it was
+    /// up to date a moment ago.
+    pub fn connect(url: &str, patience: Patience, marker: Option<PathBuf>) -> Result<Pg> {
+        let config = config(url, patience)?;
+        let mut io = Io::new(patience)?;
         nss::builtin_services_only();
-        let (client, connection) = io.block("connecting", config.connect(NoTls))?;
+        let (client, connection) = io.block_alone("connecting", config.connect(NoTls))?;
+        Pg::started(io, client, connection, marker)
+    }
+
+    /// A turn's store on a connection the keeper readied (see [`handoff`]):
+    /// no connecting, and its backend has run a turn's statements already.
+    pub fn adopt(url: &str, ready: handoff::Handed, marker: Option<PathBuf>) -> Result<Pg> {
+        let config = config(url, Patience::Turn)?;
+        let mut io = Io::new(Patience::Turn)?;
+        let (client, connection) = {
+            let _in_rt = io.rt.enter();
+            let stream = ready.stream()?;
+            io.block_alone(
+                "adopting a readied connection",
+                config.connect_raw(stream, NoTls),
+            )?
+        };
+        Pg::started(io, client, connection, marker)
+    }
+
+    fn started<S>(
+        io: Io,
+        client: Client,
+        connection: tokio_postgres::Connection<S, tokio_postgres::tls::NoTlsStream>,
+        marker: Option<PathBuf>,
+    ) -> Result<Pg>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         io.rt.spawn(async move {
             let _ = connection.await;
         });
@@ -183,9 +309,48 @@ impl Pg {
             manifests: Default::default(),
             holder: format!("{host}:{}", std::process::id()),
             host,
+            queued: Vec::new(),
         };
-        migrations::apply(&mut pg)?;
+        match &marker {
+            Some(m) if schema::trusted(m) => {}
+            _ => {
+                migrations::apply(&mut pg)?;
+                if let Some(m) = &marker {
+                    schema::remember(m);
+                }
+            }
+        }
+        pg.io.schema_marker = marker;
         Ok(pg)
+    }
+
+    /// Queue a write nobody waits for: a turn sends it with its next
+    /// statement (or when it flushes, or drops the store); everyone else,
+    /// at once. Its failure is reported then, as a failed write would be.
+    pub(crate) fn defer(
+        &mut self,
+        what: &'static str,
+        sql: &'static str,
+        args: Vec<Box<dyn DynArg + Send>>,
+    ) {
+        self.queued.push(Queued { what, sql, args });
+        if self.io.patience != Patience::Turn {
+            self.flush();
+        }
+    }
+
+    /// Send the queued writes now.
+    pub fn flush(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
+        let n = self.queued.len();
+        let sent = call!(self, "sending queued writes", |_c| {
+            Ok::<(), tokio_postgres::Error>(())
+        });
+        if let Err(e) = sent {
+            crate::error!("store: {n} queued writes were not sent: {e:#}");
+        }
     }
 
     /// How long this process has waited for the store so far.
@@ -200,6 +365,12 @@ impl Pg {
                 .await?;
             Ok(row.get::<_, i32>(0) as i64)
         })
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -233,6 +404,11 @@ impl<T: Arg> DynArg for T {
     fn pair(&self) -> (&(dyn ToSql + Sync), Type) {
         (self, T::TYPE)
     }
+}
+
+/// An owned parameter of a queued write.
+pub(crate) fn owned<T: Arg + Send + 'static>(v: T) -> Box<dyn DynArg + Send> {
+    Box::new(v)
 }
 
 fn typed<'a>(args: &'a [&'a dyn DynArg]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {

@@ -2,7 +2,7 @@
 //! leases, the runs log, attempts, capabilities, transcripts. Same meaning
 //! as the SQLite ones in `store::{pins, runs, attempts, caps}`.
 
-use super::{call, lease_key, Pg, Typed};
+use super::{call, lease_key, owned, Pg, Typed};
 use crate::events::Usage;
 use crate::identity::{Chain, ConvKey, Node, PreambleHash, ReplyHash};
 use crate::probe::Capabilities;
@@ -12,6 +12,18 @@ use crate::store::pins::{Elsewhere, Lease, NewPin, Ownership, Pin};
 use crate::store::runs::Run;
 use crate::store::transcripts::Chunk;
 use anyhow::{bail, Result};
+
+/// A session's transcript chunks, in order, without their bytes.
+const MANIFEST: &str =
+    "SELECT start, len, sha256 FROM transcript_chunks WHERE session = $1 ORDER BY start";
+
+fn chunk_of(r: &tokio_postgres::Row) -> Chunk {
+    Chunk {
+        start: r.get::<_, i64>(0) as u64,
+        len: r.get::<_, i64>(1) as u64,
+        sha256: r.get(2),
+    }
+}
 
 /// Rows of a transcript chunk at most this big.
 const CHUNK_MAX: usize = 1 << 20;
@@ -265,9 +277,23 @@ impl Pg {
         let key = lease_key(session);
         let mine = self.held.contains(session);
         let holder = self.holder.clone();
+        // A turn's lookup reads the session's transcript chunks next, when it
+        // has the lease: read them in the same round trip, after the lease
+        // (the server runs them in order), and keep them only if it took it.
+        let prefetch = rowless_has_no_head
+            && self.io.patience == super::Patience::Turn
+            && !self.manifests.contains_key(session);
         let answer = call!(self, "taking the lease", |c| {
-            c.q_one(
-                "WITH cur AS (
+            let manifest = async {
+                match prefetch {
+                    true => c.q(MANIFEST, &[&session]).await.ok(),
+                    false => None,
+                }
+            };
+            let lease = async {
+                let r = c
+                    .q_one(
+                        "WITH cur AS (
                     SELECT head_uuid, draining FROM sessions WHERE session = $1 FOR UPDATE),
                  verdict AS (
                     SELECT CASE
@@ -285,20 +311,24 @@ impl Pg {
                         lease_backend = excluded.lease_backend, draining = false,
                         used_at = excluded.used_at)
                  SELECT v, (SELECT head_uuid FROM cur) FROM verdict",
-                &[
-                    &session,
-                    &head,
-                    &key,
-                    &mine,
-                    &holder,
-                    &now,
-                    &rowless_has_no_head,
-                ],
-            )
-            .await
-            .map(|r| (r.get::<_, String>(0), r.get::<_, Option<String>>(1)))
+                        &[
+                            &session,
+                            &head,
+                            &key,
+                            &mine,
+                            &holder,
+                            &now,
+                            &rowless_has_no_head,
+                        ],
+                    )
+                    .await?;
+                Ok((r.get::<_, String>(0), r.get::<_, Option<String>>(1)))
+            };
+            // `join` polls the lease first: its request goes out first.
+            let (lease, manifest) = futures_util::future::join(lease, manifest).await;
+            lease.map(|l| (l, manifest))
         });
-        let (verdict, stored_head) = match answer {
+        let ((verdict, stored_head), manifest) = match answer {
             Ok(a) => a,
             Err(e) => {
                 // Should the lock have been taken before the row failed, it
@@ -319,6 +349,10 @@ impl Pg {
         };
         if lease == Some(Lease::Taken) {
             self.held.insert(session.to_owned());
+            if let Some(rows) = manifest {
+                self.manifests
+                    .insert(session.to_owned(), rows.iter().map(chunk_of).collect());
+            }
         }
         Ok((stored_head, lease))
     }
@@ -400,41 +434,41 @@ impl Pg {
         Ok(row.is_some_and(|r| r.get(0)))
     }
 
+    /// Queued (see [`Pg::defer`]): a turn logs its run after the caller has
+    /// everything, and nothing waits for the row.
     pub fn log_run(&mut self, run: &Run<'_>, now: i64) -> Result<()> {
         let usage: Option<Usage> = run.spent.usage.map(|(u, _)| u);
         let n = |f: fn(&Usage) -> u64| usage.as_ref().map(|u| f(u) as i64);
-        let host = self.host.clone();
-        call!(self, "logging the run", |c| {
-            c.x(
-                "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
-                    cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
-                    why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                         $16, $17, $18, $19)",
-                &[
-                    &now,
-                    &run.cwd,
-                    &run.kind.as_str(),
-                    &run.exit,
-                    &(run.bytes_in as i64),
-                    &(run.bytes_sent as i64),
-                    &n(|u| u.input_tokens),
-                    &n(|u| u.cache_creation_input_tokens),
-                    &n(|u| u.cache_read_input_tokens),
-                    &n(|u| u.output_tokens),
-                    &run.spent.cost_usd,
-                    &run.session,
-                    &run.why_code,
-                    &run.why,
-                    &run.spent.total_cost_usd,
-                    &run.spent.usage.map(|(_, from)| from.as_str()),
-                    &run.conv_key,
-                    &run.engine,
-                    &host,
-                ],
-            )
-            .await
-        })?;
+        let text = |s: Option<&str>| s.map(str::to_owned);
+        self.defer(
+            "logging the run",
+            "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
+                cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
+                why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                     $16, $17, $18, $19)",
+            vec![
+                owned(now),
+                owned(run.cwd.to_owned()),
+                owned(run.kind.as_str().to_owned()),
+                owned(run.exit),
+                owned(run.bytes_in as i64),
+                owned(run.bytes_sent as i64),
+                owned(n(|u| u.input_tokens)),
+                owned(n(|u| u.cache_creation_input_tokens)),
+                owned(n(|u| u.cache_read_input_tokens)),
+                owned(n(|u| u.output_tokens)),
+                owned(run.spent.cost_usd),
+                owned(text(run.session)),
+                owned(run.why_code.to_owned()),
+                owned(run.why.to_owned()),
+                owned(run.spent.total_cost_usd),
+                owned(text(run.spent.usage.map(|(_, from)| from.as_str()))),
+                owned(text(run.conv_key)),
+                owned(run.engine.to_owned()),
+                owned(self.host.clone()),
+            ],
+        );
         Ok(())
     }
 
@@ -471,14 +505,14 @@ impl Pg {
         })
     }
 
+    /// Queued (see [`Pg::defer`]): sent with the turn's next statement,
+    /// the pin at its result when there is one.
     pub fn end_attempt(&mut self, id: i64, outcome: Outcome, now: i64) -> Result<()> {
-        call!(self, "ending an attempt", |c| {
-            c.x(
-                "UPDATE attempts SET ended_at = $2, outcome = $3 WHERE id = $1",
-                &[&id, &now, &outcome.as_str()],
-            )
-            .await
-        })?;
+        self.defer(
+            "ending an attempt",
+            "UPDATE attempts SET ended_at = $2, outcome = $3 WHERE id = $1",
+            vec![owned(id), owned(now), owned(outcome.as_str().to_owned())],
+        );
         Ok(())
     }
 
@@ -574,15 +608,14 @@ impl Pg {
         Ok(row.map(|r| r.get(0)))
     }
 
+    /// Queued (see [`Pg::defer`]): a scan only saves the next one work.
     pub fn save_scan(&mut self, path: &str, scan: &str, now: i64) -> Result<()> {
-        call!(self, "saving a session file's scan", |c| {
-            c.x(
-                "INSERT INTO scans (path, scan, at) VALUES ($1, $2, $3)
-                 ON CONFLICT (path) DO UPDATE SET scan = excluded.scan, at = excluded.at",
-                &[&path, &scan, &now],
-            )
-            .await
-        })?;
+        self.defer(
+            "saving a session file's scan",
+            "INSERT INTO scans (path, scan, at) VALUES ($1, $2, $3)
+             ON CONFLICT (path) DO UPDATE SET scan = excluded.scan, at = excluded.at",
+            vec![owned(path.to_owned()), owned(scan.to_owned()), owned(now)],
+        );
         Ok(())
     }
 
@@ -595,21 +628,9 @@ impl Pg {
         // keeper and management commands live long and read afresh.
         let remember = self.io.patience == super::Patience::Turn;
         let rows = call!(self, "reading a transcript's chunks", |c| {
-            c.q(
-                "SELECT start, len, sha256 FROM transcript_chunks WHERE session = $1
-                 ORDER BY start",
-                &[&session],
-            )
-            .await
+            c.q(MANIFEST, &[&session]).await
         })?;
-        let chunks: Vec<Chunk> = rows
-            .iter()
-            .map(|r| Chunk {
-                start: r.get::<_, i64>(0) as u64,
-                len: r.get::<_, i64>(1) as u64,
-                sha256: r.get(2),
-            })
-            .collect();
+        let chunks: Vec<Chunk> = rows.iter().map(chunk_of).collect();
         if remember {
             self.manifests.insert(session.to_owned(), chunks.clone());
         }
@@ -747,5 +768,51 @@ impl Pg {
                 }
             })
             .collect())
+    }
+}
+
+impl Pg {
+    /// Run a turn's statements once, on made-up rows, in a transaction that
+    /// is rolled back: a readied backend (see `handoff`) then has the
+    /// catalog entries they need, and a turn's first statements on it run
+    /// as fast as its later ones.
+    pub(super) fn warm_up(&mut self) -> Result<()> {
+        call!(self, "warming up", |c| c.batch_execute("BEGIN").await)?;
+        let ran = self.warm_up_statements();
+        self.flush();
+        let rolled_back = call!(self, "warming up", |c| c.batch_execute("ROLLBACK").await);
+        self.manifests.clear();
+        ran.and(rolled_back)
+    }
+
+    fn warm_up_statements(&mut self) -> Result<()> {
+        const S: &str = "claude-shim warm-up";
+        let pin = NewPin::of_turns(S, S, "/", &[S], S);
+        self.find_pins(&pin.node)?;
+        self.lease(S, None, 0, true)?;
+        self.transcript_manifest(S)?;
+        self.scan_of(S)?;
+        self.save_scan(S, "{}", 0)?;
+        let attempt = self.start_attempt(&pin.node, S, S, 0, 0, 0)?;
+        self.end_attempt(attempt, Outcome::Result, 0)?;
+        self.add_pin(&pin, Ownership::Kept, "/", 0)?;
+        let run = Run {
+            cwd: "/",
+            kind: crate::store::runs::Kind::Fresh,
+            why_code: S,
+            why: S,
+            exit: 0,
+            bytes_in: 0,
+            bytes_sent: 0,
+            spent: Default::default(),
+            session: Some(S),
+            conv_key: None,
+            engine: S,
+        };
+        self.log_run(&run, 0)?;
+        self.mark_draining(S)?;
+        self.append_transcript(S, 0, b"{}\n", 0)?;
+        // Its advisory lock is the session's, not the transaction's.
+        self.release_lease(S)
     }
 }

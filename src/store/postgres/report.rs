@@ -1,7 +1,7 @@
 //! The management queries (`stats`, `pins`, `forget`, `gc`, `doctor`) on
 //! the shared store. Same meaning as `store::report`.
 
-use super::{call, Pg, Typed};
+use super::{call, call_tx, Pg, Typed};
 use crate::store::report::{Health, LocalTime, LogRow, PinRow, Removed, RunRow, Tokens};
 use anyhow::Result;
 
@@ -127,7 +127,7 @@ impl Pg {
 
     pub fn forget_sessions(&mut self, sessions: &[String]) -> Result<Removed> {
         self.manifests.clear();
-        call!(self, "forgetting sessions", |c| {
+        call_tx!(self, "forgetting sessions", |c| {
             let tx = c.transaction().await?;
             let mut removed = Removed::default();
             for s in sessions {
@@ -145,7 +145,7 @@ impl Pg {
 
     pub fn forget_cwd(&mut self, cwd: &str) -> Result<Removed> {
         self.manifests.clear();
-        call!(self, "forgetting a directory", |c| {
+        call_tx!(self, "forgetting a directory", |c| {
             let tx = c.transaction().await?;
             let pins = tx.x("DELETE FROM pins WHERE cwd = $1", &[&cwd]).await? as usize;
             let sessions = tx.x(ORPHANS, &[]).await? as usize;
@@ -161,7 +161,7 @@ impl Pg {
 
     pub fn forget_all(&mut self) -> Result<Removed> {
         self.manifests.clear();
-        call!(self, "forgetting everything", |c| {
+        call_tx!(self, "forgetting everything", |c| {
             let tx = c.transaction().await?;
             let pins = tx.x("DELETE FROM pins", &[]).await? as usize;
             let sessions = tx.x("DELETE FROM sessions", &[]).await? as usize;
@@ -236,7 +236,7 @@ impl Pg {
         pins_before: i64,
         runs_before: i64,
     ) -> Result<Removed> {
-        call!(self, "dropping old pins and runs", |c| {
+        call_tx!(self, "dropping old pins and runs", |c| {
             let tx = c.transaction().await?;
             let mut removed = Removed::default();
             for s in gone {
