@@ -48,6 +48,10 @@ impl StorePool {
                 inner.readying.remove(&url);
                 match made {
                     Ok(r) => {
+                        crate::debug!(
+                            "keeper: store connection readied for {}",
+                            crate::store::backend::redact(&url)
+                        );
                         inner.ready.insert(url, r);
                     }
                     Err(e) => crate::debug!(
