@@ -17,6 +17,12 @@ use std::time::{Duration, Instant};
 const REPLY_WAIT: Duration = Duration::from_secs(10);
 /// How long a shim waits for a keeper it started to listen.
 const START_WAIT: Duration = Duration::from_millis(500);
+/// How long a keeper may take to say hello: it answers at once unless it
+/// is stopped or wedged, and a turn must not wait long for one that is.
+const HELLO_WAIT: Duration = Duration::from_millis(250);
+/// How long a turn on a shared store waits for a readied connection, in
+/// all: connecting itself costs a few milliseconds.
+const STORE_WAIT: Duration = Duration::from_millis(25);
 
 pub struct Keeper {
     stream: UnixStream,
@@ -72,15 +78,23 @@ impl Keeper {
     /// The keeper of `dir`, if one answers (with `start`, one is started
     /// when none does).
     pub fn connect(dir: &DataDir, start: bool) -> Option<Keeper> {
+        let mut k = Keeper::connect_within(dir, start, HELLO_WAIT)?;
+        k.wait(REPLY_WAIT);
+        Some(k)
+    }
+
+    /// As [`connect`](Self::connect), the hello bounded by `wait` (and
+    /// every call after it, until [`wait`](Self::wait) says otherwise).
+    fn connect_within(dir: &DataDir, start: bool, wait: Duration) -> Option<Keeper> {
         let socket = keeper::socket(dir);
         let mut k = match ours(&socket) {
-            Ok(s) => Keeper::new(s),
+            Ok(s) => Keeper::new(s, wait),
             Err(_) if start => {
                 spawn_keeper().ok()?;
                 let deadline = Instant::now() + START_WAIT;
                 loop {
                     if let Ok(s) = ours(&socket) {
-                        break Keeper::new(s);
+                        break Keeper::new(s, wait);
                     }
                     if Instant::now() >= deadline {
                         crate::debug!("warm: the keeper did not start in time");
@@ -104,12 +118,20 @@ impl Keeper {
         }
     }
 
-    fn new(stream: UnixStream) -> Keeper {
-        let _ = stream.set_read_timeout(Some(REPLY_WAIT));
-        Keeper {
+    fn new(stream: UnixStream, wait: Duration) -> Keeper {
+        let mut k = Keeper {
             stream,
             buf: Vec::new(),
-        }
+        };
+        k.wait(wait);
+        k
+    }
+
+    /// How long each call may wait for the keeper (to write, and to read
+    /// its answer).
+    fn wait(&mut self, wait: Duration) {
+        let _ = self.stream.set_read_timeout(Some(wait));
+        let _ = self.stream.set_write_timeout(Some(wait));
     }
 
     fn call(&mut self, req: &Request) -> std::io::Result<Reply> {
@@ -247,8 +269,12 @@ pub fn store_connection(dir: &DataDir, url: &str) -> Option<Handed> {
         return None;
     }
     let start = Instant::now();
-    let Some(mut k) = Keeper::connect(dir, false) else {
-        let _ = spawn_keeper();
+    let Some(mut k) = Keeper::connect_within(dir, false, STORE_WAIT) else {
+        // None listens (a wedged one does: it is left alone): start one
+        // for the next turn, without waiting for it.
+        if ours(&keeper::socket(dir)).is_err() {
+            let _ = spawn_keeper();
+        }
         return None;
     };
     let handed = k

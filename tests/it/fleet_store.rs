@@ -507,4 +507,21 @@ fn a_fleet_turn_runs_alone_on_the_connection_the_keeper_readied() {
         "the lease gone with the turn",
         || (advisory() == "0").then_some(()),
     );
+    // A keeper that does not answer (stopped): the turn connects itself.
+    let status = crate::support::process::ok(w.cli(&["warm", "status", "--json"]));
+    let status: serde_json::Value = serde_json::from_str(&status).expect("status JSON");
+    let pid = status["keeper"]["pid"].as_i64().expect("the keeper's pid");
+    let keeper = nix::unistd::Pid::from_raw(pid as i32);
+    nix::sys::signal::kill(keeper, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    let fifth = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        say(&w, &mut chat, "fifth <<r.5>>")
+    }));
+    nix::sys::signal::kill(keeper, nix::sys::signal::Signal::SIGCONT).unwrap();
+    let fifth = fifth.unwrap_or_else(|p| std::panic::resume_unwind(p));
+    assert_eq!(count(adopted), 3, "no connection from a stopped keeper");
+    assert!(
+        fifth.out().contains("ack r.1,r.2,r.3,r.5"),
+        "{}",
+        fifth.out()
+    );
 }
