@@ -1,7 +1,7 @@
 //! What a shared PostgreSQL store adds to a managed turn, against the embedded SQLite
 //! store, side by side in one run. Prints figures; asserts nothing.
 //!
-//! Four ways of running the same 10-turn conversations (`Human:`/`Assistant:`
+//! Five ways of running the same 10-turn conversations (`Human:`/`Assistant:`
 //! transcripts on stdin, text output, ~300 B questions, ~1.5 KB replies), interleaved
 //! conversation by conversation:
 //!
@@ -12,6 +12,8 @@
 //! - `pg, two hosts`: the same store, turns alternating between two hosts (two HOMEs
 //!   and shim data dirs, one cwd): each turn also brings the session file's missing
 //!   part here from the store before it resumes.
+//! - `pg, no readied connection`: one host, `CLAUDE_SHIM_STORE_READY=0`, so each turn
+//!   connects to the server itself instead of taking the connection the keeper readied.
 //!
 //! The CLI is a fast fake (this bench binary, started with `FLEET_FAKE` set) that
 //! appends a user and an assistant record to the session file as the real CLI does and
@@ -143,7 +145,7 @@ struct World {
     cwd: PathBuf,
     fake: PathBuf,
     sqlite: Host,
-    pg: [Host; 2],
+    pg: [Host; 3],
     url: String,
 }
 
@@ -153,13 +155,19 @@ enum Way {
     Sqlite,
     PgOneHost,
     PgTwoHosts,
+    /// One host, `CLAUDE_SHIM_STORE_READY=0`: each turn connects itself.
+    PgConnecting,
 }
 
-const WAYS: [(Way, &str); 4] = [
+const WAYS: [(Way, &str); 5] = [
     (Way::Direct, "direct (the fake CLI alone)"),
     (Way::Sqlite, "shim, SQLite store"),
     (Way::PgOneHost, "shim, PostgreSQL store, one host"),
     (Way::PgTwoHosts, "shim, PostgreSQL store, hosts alternating"),
+    (
+        Way::PgConnecting,
+        "shim, PostgreSQL, one host, no readied conn.",
+    ),
 ];
 
 impl World {
@@ -175,6 +183,7 @@ impl World {
             Way::Direct | Way::Sqlite => &self.sqlite,
             Way::PgOneHost => &self.pg[0],
             Way::PgTwoHosts => &self.pg[turn % 2],
+            Way::PgConnecting => &self.pg[2],
         };
         let mut cmd = match way {
             Way::Direct => Command::new(&self.fake),
@@ -197,11 +206,14 @@ impl World {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        if matches!(way, Way::PgOneHost | Way::PgTwoHosts) {
+        if way == Way::PgConnecting {
+            cmd.env("CLAUDE_SHIM_STORE_READY", "0");
+        }
+        if matches!(way, Way::PgOneHost | Way::PgTwoHosts | Way::PgConnecting) {
             cmd.env("CLAUDE_SHIM_STORE", &self.url);
-            if let Some(log) = std::env::var_os("BENCH_SHIM_LOG") {
-                cmd.env("CLAUDE_SHIM_LOG", log);
-            }
+        }
+        if let (Some(log), false) = (std::env::var_os("BENCH_SHIM_LOG"), way == Way::Direct) {
+            cmd.env("CLAUDE_SHIM_LOG", log);
         }
         cmd
     }
@@ -263,6 +275,15 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20);
+    // A caller's pause between turns (a model's answer takes seconds): what
+    // a host does between them (the keeper readying the next turn's store
+    // connection) is not counted in a turn. `BENCH_PAUSE_MS=0`: back to back.
+    let pause = Duration::from_millis(
+        std::env::var("BENCH_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(30),
+    );
     let mut pg = postgres::PgServer::start();
     let url = pg.create_db("fleet_bench");
     let dir = tempfile::tempdir().unwrap();
@@ -272,7 +293,11 @@ fn main() {
     let w = World {
         fake: std::env::current_exe().unwrap(),
         sqlite: World::host(&root, "sqlite"),
-        pg: [World::host(&root, "a"), World::host(&root, "b")],
+        pg: [
+            World::host(&root, "a"),
+            World::host(&root, "b"),
+            World::host(&root, "c"),
+        ],
         cwd,
         url,
         _dir: dir,
@@ -288,6 +313,7 @@ fn main() {
                 let (took, reply) = w.turn(*way, k, &transcript(&history, &q));
                 per_turn.push(took.as_secs_f64() * 1e3);
                 history.push((q, reply));
+                std::thread::sleep(pause);
             }
         }
     }
@@ -335,9 +361,11 @@ fn main() {
     }
     println!(
         "\nPostgreSQL against SQLite, per resumed turn: {:+.1} ms on one host, {:+.1} ms when \
-         the turn changes hosts (brings the session file here)",
+         the turn changes hosts (brings the session file here), {:+.1} ms on one host when \
+         each turn connects itself",
         rest(2) - rest(1),
-        rest(3) - rest(1)
+        rest(3) - rest(1),
+        rest(4) - rest(1)
     );
     println!(
         "goal (one host): PostgreSQL adds <= 5 ms per turn over SQLite; measured {:+.1} ms: {}",
@@ -349,6 +377,6 @@ fn main() {
         }
     );
     println!("runs, sqlite: {}", kinds(Way::Sqlite));
-    println!("runs, postgres (both pg ways): {}", kinds(Way::PgOneHost));
+    println!("runs, postgres (every pg way): {}", kinds(Way::PgOneHost));
     pg.stop();
 }

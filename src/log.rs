@@ -19,7 +19,7 @@ pub fn debug(msg: std::fmt::Arguments<'_>) {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let _ = writeln!(file, "{secs:.3} [{}] {msg}", std::process::id());
+    let _ = writeln!(file, "{secs:.6} [{}] {msg}", std::process::id());
 }
 
 /// A failure inside the shim that it worked around (the turn still ran as

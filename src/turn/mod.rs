@@ -151,6 +151,7 @@ impl Launch for Cold {
 }
 
 fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit {
+    debug!("turn: managed");
     // Nothing of a data directory that is not private is read, written or
     // connected to (its config, store, keeper, remembered answers): the
     // call runs as without the shim, and `doctor` says why.
@@ -640,6 +641,7 @@ fn execute(
     recorder.finish();
     sweep_ephemeral(&place);
     place.store.lock().flush();
+    debug!("turn: done");
     finished.exit
 }
 

@@ -86,25 +86,7 @@ impl Keeper {
     /// As [`connect`](Self::connect), the hello bounded by `wait` (and
     /// every call after it, until [`wait`](Self::wait) says otherwise).
     fn connect_within(dir: &DataDir, start: bool, wait: Duration) -> Option<Keeper> {
-        let socket = keeper::socket(dir);
-        let mut k = match ours(&socket) {
-            Ok(s) => Keeper::new(s, wait),
-            Err(_) if start => {
-                spawn_keeper().ok()?;
-                let deadline = Instant::now() + START_WAIT;
-                loop {
-                    if let Ok(s) = ours(&socket) {
-                        break Keeper::new(s, wait);
-                    }
-                    if Instant::now() >= deadline {
-                        crate::debug!("warm: the keeper did not start in time");
-                        return None;
-                    }
-                    std::thread::sleep(Duration::from_millis(3));
-                }
-            }
-            Err(_) => return None,
-        };
+        let mut k = Keeper::reach(dir, start, wait)?;
         match k.call(&Request::Hello { build: build_id() }) {
             Ok(Reply::Hello { build, .. }) if build == build_id() => Some(k),
             Ok(_) => {
@@ -115,6 +97,30 @@ impl Keeper {
                 crate::debug!("warm: keeper hello failed: {e}");
                 None
             }
+        }
+    }
+
+    /// A connection to the keeper, not greeted yet (with `start`, one is
+    /// started when none listens); each call on it bounded by `wait`.
+    fn reach(dir: &DataDir, start: bool, wait: Duration) -> Option<Keeper> {
+        let socket = keeper::socket(dir);
+        match ours(&socket) {
+            Ok(s) => Some(Keeper::new(s, wait)),
+            Err(_) if start => {
+                spawn_keeper().ok()?;
+                let deadline = Instant::now() + START_WAIT;
+                loop {
+                    if let Ok(s) = ours(&socket) {
+                        break Some(Keeper::new(s, wait));
+                    }
+                    if Instant::now() >= deadline {
+                        crate::debug!("warm: the keeper did not start in time");
+                        return None;
+                    }
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+            }
+            Err(_) => None,
         }
     }
 
@@ -238,6 +244,7 @@ impl Keeper {
     fn store(&mut self, url: &str) -> Result<Handed, String> {
         let asked = Request::Store {
             url: url.to_owned(),
+            build: build_id(),
         };
         match self.call_fds(&asked) {
             Ok((Reply::Store { answer, unix }, mut fds)) if fds.len() == 1 => Ok(Handed {
@@ -269,12 +276,10 @@ pub fn store_connection(dir: &DataDir, url: &str) -> Option<Handed> {
         return None;
     }
     let start = Instant::now();
-    let Some(mut k) = Keeper::connect_within(dir, false, STORE_WAIT) else {
-        // None listens (a wedged one does: it is left alone): start one
-        // for the next turn, without waiting for it.
-        if ours(&keeper::socket(dir)).is_err() {
-            let _ = spawn_keeper();
-        }
+    // The request carries our build: no hello first.
+    let Some(mut k) = Keeper::reach(dir, false, STORE_WAIT) else {
+        // None listens: start one for the next turn, without waiting.
+        let _ = spawn_keeper();
         return None;
     };
     let handed = k

@@ -362,7 +362,12 @@ impl Keeper {
                 self.reply(id, &reply, &[]);
             }
             Request::Turn { .. } => self.turn(id, req),
-            Request::Store { url } => match self.store_pool.take(&url) {
+            Request::Store { build, .. } if build != self.cfg.build => {
+                self.drain();
+                let why = "the keeper is another build".into();
+                self.reply(id, &Reply::Miss { why }, &[]);
+            }
+            Request::Store { url, .. } => match self.store_pool.take(&url) {
                 Some(ready) => {
                     let reply = Reply::Store {
                         answer: hex::encode(&ready.answer),

@@ -64,6 +64,9 @@ pub enum Request {
     /// `store::postgres::handoff`); the keeper readies the next one.
     Store {
         url: String,
+        /// The asker's build (it skips the hello): a keeper of another
+        /// build answers with a miss, and drains.
+        build: String,
     },
     Status,
     /// End live processes: one session's, or all (and the keeper).
