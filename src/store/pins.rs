@@ -42,7 +42,8 @@ pub struct NewPin {
 impl NewPin {
     /// A pin of the user turns `turns` (in order) in `cwd`, as a run with
     /// no session-shaping flags would record it: for tests and benchmarks
-    /// that seed a store.
+    /// that seed a store, and the made-up rows a readied store connection
+    /// is warmed with.
     pub fn of_turns(
         session: &str,
         assistant_uuid: &str,

@@ -39,6 +39,7 @@ impl StorePool {
             }
         }
         let pool = self.clone();
+        let asked = url;
         let url = url.to_owned();
         let spawned = std::thread::Builder::new()
             .name("store-ready".into())
@@ -61,7 +62,7 @@ impl StorePool {
                 }
             });
         if spawned.is_err() {
-            self.inner().readying.clear();
+            self.inner().readying.remove(asked);
         }
     }
 

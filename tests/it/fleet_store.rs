@@ -524,4 +524,28 @@ fn a_fleet_turn_runs_alone_on_the_connection_the_keeper_readied() {
         "{}",
         fifth.out()
     );
+    // The server ends the readied connection before a turn asks for it:
+    // the keeper hands over a live one or none, and the turn resumes.
+    let ready_backends = "FROM pg_stat_activity WHERE application_name = 'claude-shim' \
+                          AND state = 'idle' AND query = 'ROLLBACK'";
+    eventually(Duration::from_secs(10), "a readied backend", || {
+        (pg.psql("readied", &format!("SELECT count(*) {ready_backends}")) == "1").then_some(())
+    });
+    pg.psql(
+        "readied",
+        &format!("SELECT pg_terminate_backend(pid) {ready_backends}"),
+    );
+    let sixth = say(&w, &mut chat, "sixth <<r.6>>");
+    assert!(
+        sixth.out().contains("ack r.1,r.2,r.3,r.5,r.6"),
+        "{}",
+        sixth.out()
+    );
+    assert_eq!(
+        pg.psql(
+            "readied",
+            "SELECT kind FROM claude_shim.runs ORDER BY at DESC, id DESC LIMIT 1"
+        ),
+        "resumed"
+    );
 }

@@ -65,9 +65,12 @@ pub fn ready(url: &str) -> Result<Ready> {
                 Socket::Unix(s) => s.as_fd().try_clone_to_owned()?,
             };
             let read = Arc::new(Mutex::new(Vec::new()));
-            let recorded = Recorded {
+            let recorded = Stream {
                 inner: stream,
-                read: read.clone(),
+                record: Some(read.clone()),
+                answer: Vec::new(),
+                answered: 0,
+                start_up: StartUp::Dropped,
             };
             let (client, connection) = config
                 .connect_raw(recorded, NoTls)
@@ -103,7 +106,7 @@ pub struct Handed {
 
 impl Handed {
     /// The stream a client starts on (inside the store's runtime).
-    pub(super) fn stream(self) -> io::Result<Adopted> {
+    pub(super) fn stream(self) -> io::Result<Stream> {
         let socket = match self.unix {
             true => {
                 let s = std::os::unix::net::UnixStream::from(self.socket);
@@ -116,8 +119,9 @@ impl Handed {
                 Socket::Tcp(tokio::net::TcpStream::from_std(s)?)
             }
         };
-        Ok(Adopted {
+        Ok(Stream {
             inner: socket,
+            record: None,
             answer: self.answer,
             answered: 0,
             start_up: StartUp::Header(Vec::new()),
@@ -199,17 +203,13 @@ async fn tcp(to: impl tokio::net::ToSocketAddrs) -> Result<(Socket, bool)> {
     Ok((Socket::Tcp(s), false))
 }
 
-/// A stream that keeps a copy of what was read (the start-up answer).
-struct Recorded {
+/// The client's side of a connection being readied or handed over: what it
+/// reads may be recorded (the keeper keeps the start-up answer) or begin with
+/// a replayed answer (a turn reads the keeper's), and the start-up message it
+/// writes may be dropped (the server had one already).
+pub(super) struct Stream {
     inner: Socket,
-    read: Arc<Mutex<Vec<u8>>>,
-}
-
-/// A handed-over connection, as its new client sees it: the start-up
-/// message it writes is dropped (the server had one), and it reads the
-/// start-up answer before what the server sends.
-pub(super) struct Adopted {
-    inner: Socket,
+    record: Option<Arc<Mutex<Vec<u8>>>>,
     answer: Vec<u8>,
     answered: usize,
     start_up: StartUp,
@@ -288,40 +288,7 @@ impl AsyncWrite for Socket {
     }
 }
 
-impl AsyncRead for Recorded {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut TaskContext<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let me = self.get_mut();
-        let before = buf.filled().len();
-        let out = Pin::new(&mut me.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = out {
-            let mut read = me.read.lock().unwrap_or_else(|p| p.into_inner());
-            read.extend_from_slice(&buf.filled()[before..]);
-        }
-        out
-    }
-}
-
-impl AsyncWrite for Recorded {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut TaskContext<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
-    }
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
-
-impl AsyncRead for Adopted {
+impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut TaskContext<'_>,
@@ -334,11 +301,17 @@ impl AsyncRead for Adopted {
             me.answered += n;
             return Poll::Ready(Ok(()));
         }
-        Pin::new(&mut me.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let out = Pin::new(&mut me.inner).poll_read(cx, buf);
+        if let (Poll::Ready(Ok(())), Some(record)) = (&out, &me.record) {
+            let mut read = record.lock().unwrap_or_else(|p| p.into_inner());
+            read.extend_from_slice(&buf.filled()[before..]);
+        }
+        out
     }
 }
 
-impl AsyncWrite for Adopted {
+impl AsyncWrite for Stream {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut TaskContext<'_>,
