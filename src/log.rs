@@ -19,7 +19,9 @@ pub fn debug(msg: std::fmt::Arguments<'_>) {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let _ = writeln!(file, "{secs:.6} [{}] {msg}", std::process::id());
+    // One write(2) per line: processes appending at once never split one.
+    let line = format!("{secs:.6} [{}] {msg}\n", std::process::id());
+    let _ = file.write_all(line.as_bytes());
 }
 
 /// A failure inside the shim that it worked around (the turn still ran as
@@ -52,7 +54,7 @@ pub fn error(msg: std::fmt::Arguments<'_>) {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        let _ = writeln!(file, "{secs} {msg}");
+        let _ = file.write_all(format!("{secs} {msg}\n").as_bytes());
     }
 }
 

@@ -8,8 +8,10 @@ use super::protocol::{self, Reply, Request, Status};
 use crate::data_dir::DataDir;
 use crate::store::postgres::handoff::Handed;
 use std::fs::File;
+use std::io::ErrorKind;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a turn waits for the keeper to answer (a reply may wait for an
@@ -23,6 +25,10 @@ const HELLO_WAIT: Duration = Duration::from_millis(250);
 /// How long a turn on a shared store waits for a readied connection, in
 /// all: connecting itself costs a few milliseconds.
 const STORE_WAIT: Duration = Duration::from_millis(25);
+
+/// A call to the keeper timed out in this process: its later calls (the
+/// turn's release, a warm turn) are not made, each would wait as long.
+static SILENT: AtomicBool = AtomicBool::new(false);
 
 pub struct Keeper {
     stream: UnixStream,
@@ -103,6 +109,9 @@ impl Keeper {
     /// A connection to the keeper, not greeted yet (with `start`, one is
     /// started when none listens); each call on it bounded by `wait`.
     fn reach(dir: &DataDir, start: bool, wait: Duration) -> Option<Keeper> {
+        if SILENT.load(Ordering::Relaxed) {
+            return None;
+        }
         let socket = keeper::socket(dir);
         match ours(&socket) {
             Ok(s) => Some(Keeper::new(s, wait)),
@@ -145,8 +154,15 @@ impl Keeper {
     }
 
     fn call_fds(&mut self, req: &Request) -> std::io::Result<(Reply, Vec<std::os::fd::OwnedFd>)> {
-        protocol::send(&self.stream, req, &[])?;
-        protocol::recv(&self.stream, &mut self.buf)
+        let answer = protocol::send(&self.stream, req, &[])
+            .and_then(|()| protocol::recv(&self.stream, &mut self.buf));
+        if let Err(e) = &answer {
+            if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
+                // Stopped or wedged: the rest of this process does without it.
+                SILENT.store(true, Ordering::Relaxed);
+            }
+        }
+        answer
     }
 
     /// A live process for this turn, or why not.

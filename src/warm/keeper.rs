@@ -781,18 +781,26 @@ impl Keeper {
             .map(|(k, _)| *k)
             .collect();
         for id in ids {
+            // Which of its pipes has something (or was closed): only that
+            // one is read, so the keeper never blocks on the other.
             let stirred = {
                 let e = &self.entries[&id];
                 let mut fds = [
                     PollFd::new(e.stdout.as_fd(), PollFlags::POLLIN),
                     PollFd::new(e.stderr.as_fd(), PollFlags::POLLIN),
                 ];
-                poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+                let ready = poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0);
+                let has = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+                match (ready, has(&fds[0]), has(&fds[1])) {
+                    (false, ..) => None,
+                    (true, true, _) => Some(e.stdout.as_raw_fd()),
+                    (true, false, _) => Some(e.stderr.as_raw_fd()),
+                }
             };
-            if stirred {
+            if let Some(fd) = stirred {
                 let e = &mut self.entries.get_mut(&id).expect("listed above");
                 let mut peek = [0u8; 512];
-                let n = nix::unistd::read(e.stdout.as_raw_fd(), &mut peek).unwrap_or(0);
+                let n = nix::unistd::read(fd, &mut peek).unwrap_or(0);
                 crate::debug!(
                     "keeper: idle {} stirred ({}); ending it",
                     e.session,

@@ -1029,3 +1029,33 @@ fn children(pid: u32) -> Vec<u32> {
     }
     out
 }
+
+/// A live CLI that writes on stderr while idle (a warning at its start, here
+/// the CLI started ready for the next conversation) is ended, and the keeper
+/// goes on answering: it read the pipe that had something. It used to read
+/// the other one, stdout, and wait there for good, every later turn paying
+/// its timeouts.
+#[test]
+fn a_live_cli_writing_on_stderr_while_idle_leaves_the_keeper_answering() {
+    let mut w = Sandbox::new();
+    w.set_env("CLAUDE_SHIM_WARM", "1");
+    let mut chat = Chat::new(Client::Wrapper);
+    say(&w, &mut chat, "one <<s.1>>");
+    let mut cmd = shim(&w);
+    cmd.env("FAKE_STDERR", "warn\\n");
+    let input = chat.prepare(&mut cmd, "two <<s.2>>");
+    let ran = run(cmd, input);
+    assert!(ran.status.success(), "{}", describe(&ran));
+    chat.keep("two <<s.2>>", &ran);
+    let log = w.file("shim.log");
+    eventually(Duration::from_secs(20), "an idle live CLI stirred", || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.contains("stirred (warn").then_some(())
+    });
+    // The keeper still answers.
+    let status = ok(w.cli(&["warm", "status", "--json"]));
+    let status: serde_json::Value = serde_json::from_str(&status).expect("status JSON");
+    assert!(status["keeper"]["pid"].is_i64(), "{status}");
+    let third = say(&w, &mut chat, "three <<s.3>>");
+    assert!(third.out().contains("ack s.1,s.2,s.3"), "{}", third.out());
+}
