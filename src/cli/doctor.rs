@@ -76,6 +76,9 @@ pub struct Facts {
     /// nothing in it is read: turns run as without the shim).
     pub data_dir_refused: Option<(String, String)>,
     pub db_path: Option<PathBuf>,
+    /// The shared store (its URL without the password), when one is
+    /// configured: it is the database turns use, not `db_path`.
+    pub db_shared: Option<String>,
     pub db_exists: bool,
     pub db_mode: Option<u32>,
     pub db_owned: bool,
@@ -207,8 +210,46 @@ pub fn gather(dir: Option<&Path>) -> Facts {
         }
         f.db_path = Some(db);
     }
-    let store = match &f.db_path {
-        Some(db) if f.db_exists => {
+    let location = f
+        .db_path
+        .as_ref()
+        .and_then(|_| crate::data_dir::DataDir::existing_at(f.data_dir.as_deref()?).ok()?)
+        .map(|d| crate::store::backend::Location::configured(&d));
+    let store = match (location, &f.db_path) {
+        (Some(Ok(crate::store::backend::Location::Postgres(url))), _) => {
+            f.db_shared = Some(crate::store::backend::redact(&url));
+            f.db_exists = true;
+            let patience =
+                crate::store::postgres::Patience::Each(std::time::Duration::from_secs(2));
+            match Store::open_shared_as_is(&url, patience) {
+                Ok(store) => match store.health() {
+                    Ok(health) => {
+                        f.db_health = Some(health);
+                        Some(store)
+                    }
+                    // Reached, but no schema yet: a turn creates it.
+                    Err(e) if format!("{e:#}").contains("42P01") => {
+                        f.db_exists = false;
+                        None
+                    }
+                    Err(e) => {
+                        f.db_error = Some(format!("{e:#}"));
+                        None
+                    }
+                },
+                Err(e) => {
+                    f.db_error = Some(format!("{e:#}"));
+                    None
+                }
+            }
+        }
+        (Some(Err(e)), _) => {
+            f.db_shared = Some("the configured store".into());
+            f.db_exists = true;
+            f.db_error = Some(format!("{e:#}"));
+            None
+        }
+        (_, Some(db)) if f.db_exists => {
             f.db_size = report::size_on_disk(db);
             match Store::open_read_only(db).and_then(|s| Ok((s.health()?, s))) {
                 Ok((health, store)) => {

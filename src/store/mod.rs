@@ -128,16 +128,16 @@ impl Store {
             backend::Location::Postgres(url) => {
                 // What only this host knows (the binary's capabilities, the
                 // schema seen up to date) is kept in the data dir too.
-                let marker = postgres::schema::marker(&dir, &url);
+                let marked = || postgres::Schema::Marked(postgres::schema::marker(&dir, &url));
                 let readied = crate::warm::client::store_connection(&dir, &url);
                 let adopted = readied.and_then(|r| {
-                    postgres::Pg::adopt(&url, r, Some(marker.clone()))
+                    postgres::Pg::adopt(&url, r, marked())
                         .map_err(|e| crate::debug!("store: the readied connection failed ({e:#})"))
                         .ok()
                 });
                 let mut store = match adopted {
                     Some(pg) => Self::on_shared(&url, pg),
-                    None => Self::connect_shared(&url, postgres::Patience::Turn, Some(marker))?,
+                    None => Self::connect_shared(&url, postgres::Patience::Turn, marked())?,
                 };
                 store.local = Some(dir);
                 Ok(store)
@@ -156,15 +156,20 @@ impl Store {
 
     /// The shared store at `url` (connected, schema up to date).
     pub fn open_shared(url: &str, patience: postgres::Patience) -> Result<Store> {
-        Self::connect_shared(url, patience, None)
+        Self::connect_shared(url, patience, postgres::Schema::Migrate)
+    }
+
+    /// The shared store at `url`, its schema left as it is (`doctor`).
+    pub fn open_shared_as_is(url: &str, patience: postgres::Patience) -> Result<Store> {
+        Self::connect_shared(url, patience, postgres::Schema::AsIs)
     }
 
     fn connect_shared(
         url: &str,
         patience: postgres::Patience,
-        marker: Option<PathBuf>,
+        schema: postgres::Schema,
     ) -> Result<Store> {
-        let pg = postgres::Pg::connect(url, patience, marker)
+        let pg = postgres::Pg::connect(url, patience, schema)
             .with_context(|| format!("opening the shared store {}", backend::redact(url)))?;
         Ok(Self::on_shared(url, pg))
     }

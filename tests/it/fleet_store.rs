@@ -549,3 +549,48 @@ fn a_fleet_turn_runs_alone_on_the_connection_the_keeper_readied() {
         "resumed"
     );
 }
+
+/// `doctor` on a shared store says what the turns use: the store reached and
+/// its schema, or why not — and only looks (no schema created).
+#[test]
+fn doctor_reports_the_shared_store_and_changes_nothing() {
+    use crate::support::clients::{Chat, Client};
+    use crate::support::turns::say;
+    use crate::support::Sandbox;
+    let pg = PgServer::start();
+    let url = pg.create_db("doctored");
+    let mut w = Sandbox::new();
+    w.set_env("CLAUDE_SHIM_STORE", &url)
+        .set_env("CLAUDE_SHIM_WARM", "0");
+    let doctor = |w: &Sandbox| {
+        let out = w.cli(&["doctor"]).output().expect("run doctor");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let schemas = || {
+        pg.psql(
+            "doctored",
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'claude_shim'",
+        )
+    };
+    let text = doctor(&w);
+    assert!(text.contains("reached, no schema yet"), "{text}");
+    assert_eq!(schemas(), "0", "doctor created the schema");
+    say(&w, &mut Chat::new(Client::Wrapper), "hello <<d.1>>");
+    let text = doctor(&w);
+    let want = format!(
+        "shared store {url}: ok, schema {}",
+        claude_shim::store::postgres::COUNT
+    );
+    assert!(text.contains(&want), "{text}");
+    assert!(!text.contains("shim.db"), "{text}");
+    // A store that does not answer: the row fails and says what turns do.
+    w.set_env("CLAUDE_SHIM_STORE", "postgres://shim@127.0.0.1:1/none");
+    let out = w.cli(&["doctor"]).output().expect("run doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("postgres://shim@127.0.0.1:1/none")
+            && text.contains("turns run as without the shim until it answers"),
+        "{text}"
+    );
+}

@@ -237,6 +237,9 @@ fn db_check(f: &Facts) -> Option<Check> {
             Some("set CLAUDE_SHIM_HOME or HOME"),
         ));
     };
+    if let Some(url) = &f.db_shared {
+        return shared_store_check(f, url);
+    }
     let fix = db_fix(db);
     let db = db.display();
     if !f.db_exists {
@@ -270,6 +273,51 @@ fn db_check(f: &Facts) -> Option<Check> {
                 h.schema_expected
             ),
             Some("upgrade this claude-shim; another, newer one wrote the database"),
+        )
+    } else if h.schema_version < h.schema_expected {
+        check(
+            name,
+            Level::Ok,
+            format!("{detail} (migrates to {} on next use)", h.schema_expected),
+            None,
+        )
+    } else {
+        check(name, Level::Ok, detail, None)
+    })
+}
+
+/// A shared store (`CLAUDE_SHIM_STORE`, or `store = …` in config.toml): reached, and its schema.
+fn shared_store_check(f: &Facts, url: &str) -> Option<Check> {
+    let name = "database";
+    if !f.db_exists {
+        return Some(check(
+            name,
+            Level::Info,
+            format!(
+                "shared store {url}: reached, no schema yet (the first managed turn creates it)"
+            ),
+            None,
+        ));
+    }
+    if let Some(e) = &f.db_error {
+        return Some(check(
+            name,
+            Level::Fail,
+            format!("{url}: {e} (turns run as without the shim until it answers)"),
+            Some("check that the server is up and the URL in CLAUDE_SHIM_STORE (or `store =` in config.toml) is right"),
+        ));
+    }
+    let h = f.db_health.as_ref()?;
+    let detail = format!("shared store {url}: ok, schema {}", h.schema_version);
+    Some(if h.schema_version > h.schema_expected {
+        check(
+            name,
+            Level::Warn,
+            format!(
+                "{detail}, newer than this build knows ({})",
+                h.schema_expected
+            ),
+            Some("upgrade this claude-shim; a newer one migrated the store"),
         )
     } else if h.schema_version < h.schema_expected {
         check(

@@ -83,7 +83,7 @@ pub fn ready(url: &str) -> Result<Ready> {
         .context("connecting timed out")?
     });
     let (client, connection, socket, answer, unix) = opened?;
-    let mut pg = super::Pg::started(io, client, connection, None)?;
+    let mut pg = super::Pg::started(io, client, connection, super::Schema::Migrate)?;
     pg.warm_up()?;
     // Dropped without a goodbye: the connection's task ends with the
     // runtime, before the client's `Terminate` could be sent, and our copy

@@ -34,6 +34,17 @@ pub const TURN_BUDGET: Duration = Duration::from_millis(1500);
 /// Connecting may take at most this (within the budget).
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(1000);
 
+/// What a new connection does with the schema.
+pub enum Schema {
+    /// Read its version and bring it up to date.
+    Migrate,
+    /// As `Migrate`, unless this marker (see [`schema`]) says it was up to
+    /// date a moment ago (a turn).
+    Marked(PathBuf),
+    /// Leave it as it is (`doctor` looks, and changes nothing).
+    AsIs,
+}
+
 /// How long store calls may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Patience {
@@ -50,8 +61,8 @@ struct Io {
     /// Why the connection may not be used any more.
     broken: Option<String>,
     /// The local note that the schema is up to date (see `schema`), when
-    /// this process trusted one.
-    schema_marker: Option<std::path::PathBuf>,
+    /// this process keeps one.
+    schema_marker: Option<PathBuf>,
 }
 
 /// The connection settings of `url`, with ours: the schema, and the
@@ -259,20 +270,18 @@ macro_rules! call_tx {
 pub(crate) use call_tx;
 
 impl Pg {
-    /// Connect, bounded by `patience`, and bring the schema up to date:
-    /// read its version, unless `marker` (see [`schema`]) says it was
-    /// up to date a moment ago.
-    pub fn connect(url: &str, patience: Patience, marker: Option<PathBuf>) -> Result<Pg> {
+    /// Connect, bounded by `patience`, and treat the schema as `schema` says.
+    pub fn connect(url: &str, patience: Patience, schema: Schema) -> Result<Pg> {
         let config = config(url, patience)?;
         let mut io = Io::new(patience)?;
         nss::builtin_services_only();
         let (client, connection) = io.block_alone("connecting", config.connect(NoTls))?;
-        Pg::started(io, client, connection, marker)
+        Pg::started(io, client, connection, schema)
     }
 
     /// A turn's store on a connection the keeper readied (see [`handoff`]):
     /// no connecting, and its backend has run a turn's statements already.
-    pub fn adopt(url: &str, ready: handoff::Handed, marker: Option<PathBuf>) -> Result<Pg> {
+    pub fn adopt(url: &str, ready: handoff::Handed, schema: Schema) -> Result<Pg> {
         let config = config(url, Patience::Turn)?;
         let mut io = Io::new(Patience::Turn)?;
         let (client, connection) = {
@@ -283,14 +292,14 @@ impl Pg {
                 config.connect_raw(stream, NoTls),
             )?
         };
-        Pg::started(io, client, connection, marker)
+        Pg::started(io, client, connection, schema)
     }
 
     fn started<S>(
         io: Io,
         client: Client,
         connection: tokio_postgres::Connection<S, tokio_postgres::tls::NoTlsStream>,
-        marker: Option<PathBuf>,
+        schema: Schema,
     ) -> Result<Pg>
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -311,16 +320,16 @@ impl Pg {
             host,
             queued: Vec::new(),
         };
-        match &marker {
-            Some(m) if schema::trusted(m) => {}
-            _ => {
+        match schema {
+            Schema::AsIs => {}
+            Schema::Marked(m) if schema::trusted(&m) => pg.io.schema_marker = Some(m),
+            Schema::Marked(m) => {
                 migrations::apply(&mut pg)?;
-                if let Some(m) = &marker {
-                    schema::remember(m);
-                }
+                schema::remember(&m);
+                pg.io.schema_marker = Some(m);
             }
+            Schema::Migrate => migrations::apply(&mut pg)?,
         }
-        pg.io.schema_marker = marker;
         Ok(pg)
     }
 
