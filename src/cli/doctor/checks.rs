@@ -264,7 +264,23 @@ fn db_check(f: &Facts) -> Option<Check> {
     }
     let size = human::bytes(f.db_size as i64);
     let detail = format!("{db}: ok, {size}, schema {}", h.schema_version);
-    Some(if h.schema_version > h.schema_expected {
+    Some(schema_check(
+        name,
+        detail,
+        h,
+        "upgrade this claude-shim; another, newer one wrote the database",
+    ))
+}
+
+/// The database row once it was read: ok, to be migrated, or newer than
+/// this build (`newer`: the fix then).
+fn schema_check(
+    name: &'static str,
+    detail: String,
+    h: &crate::store::report::Health,
+    newer: &str,
+) -> Check {
+    if h.schema_version > h.schema_expected {
         check(
             name,
             Level::Warn,
@@ -272,7 +288,7 @@ fn db_check(f: &Facts) -> Option<Check> {
                 "{detail}, newer than this build knows ({})",
                 h.schema_expected
             ),
-            Some("upgrade this claude-shim; another, newer one wrote the database"),
+            Some(newer),
         )
     } else if h.schema_version < h.schema_expected {
         check(
@@ -283,7 +299,7 @@ fn db_check(f: &Facts) -> Option<Check> {
         )
     } else {
         check(name, Level::Ok, detail, None)
-    })
+    }
 }
 
 /// A shared store (`CLAUDE_SHIM_STORE`, or `store = …` in config.toml): reached, and its schema.
@@ -309,26 +325,12 @@ fn shared_store_check(f: &Facts, url: &str) -> Option<Check> {
     }
     let h = f.db_health.as_ref()?;
     let detail = format!("shared store {url}: ok, schema {}", h.schema_version);
-    Some(if h.schema_version > h.schema_expected {
-        check(
-            name,
-            Level::Warn,
-            format!(
-                "{detail}, newer than this build knows ({})",
-                h.schema_expected
-            ),
-            Some("upgrade this claude-shim; a newer one migrated the store"),
-        )
-    } else if h.schema_version < h.schema_expected {
-        check(
-            name,
-            Level::Ok,
-            format!("{detail} (migrates to {} on next use)", h.schema_expected),
-            None,
-        )
-    } else {
-        check(name, Level::Ok, detail, None)
-    })
+    Some(schema_check(
+        name,
+        detail,
+        h,
+        "upgrade this claude-shim; a newer one migrated the store",
+    ))
 }
 
 fn permission_checks(f: &Facts) -> Vec<Check> {
