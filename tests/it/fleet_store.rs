@@ -12,6 +12,16 @@ use std::time::Duration;
 
 const S: &str = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
 
+/// A sandbox whose turns use a new database of `pg` as their shared
+/// store (cold turns: the fake CLI cannot be a live one), and its URL.
+fn fleet_sandbox(pg: &PgServer, db: &str) -> (String, crate::support::Sandbox) {
+    let url = pg.create_db(db);
+    let mut w = crate::support::Sandbox::new();
+    w.set_env("CLAUDE_SHIM_STORE", &url)
+        .set_env("CLAUDE_SHIM_WARM", "0");
+    (url, w)
+}
+
 fn open(url: &str) -> Store {
     Store::open_shared(url, Patience::Each(Duration::from_secs(10))).expect("open shared store")
 }
@@ -419,12 +429,8 @@ fn a_fleet_turn_runs_alone_on_the_connection_the_keeper_readied() {
     use crate::support::clients::{Chat, Client};
     use crate::support::process::{assert_same, eventually};
     use crate::support::turns::{both_chat, mask_uuids, say, shim};
-    use crate::support::Sandbox;
     let pg = PgServer::start();
-    let url = pg.create_db("readied");
-    let mut w = Sandbox::new();
-    w.set_env("CLAUDE_SHIM_STORE", &url)
-        .set_env("CLAUDE_SHIM_WARM", "0");
+    let (_, w) = fleet_sandbox(&pg, "readied");
     let log = w.file("shim.log");
     let count = |needle: &str| {
         std::fs::read_to_string(&log)
@@ -558,10 +564,7 @@ fn doctor_reports_the_shared_store_and_changes_nothing() {
     use crate::support::turns::say;
     use crate::support::Sandbox;
     let pg = PgServer::start();
-    let url = pg.create_db("doctored");
-    let mut w = Sandbox::new();
-    w.set_env("CLAUDE_SHIM_STORE", &url)
-        .set_env("CLAUDE_SHIM_WARM", "0");
+    let (url, mut w) = fleet_sandbox(&pg, "doctored");
     let doctor = |w: &Sandbox| {
         let out = w.cli(&["doctor"]).output().expect("run doctor");
         String::from_utf8_lossy(&out.stdout).into_owned()
