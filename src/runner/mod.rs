@@ -1,6 +1,7 @@
 //! Spawn the real claude, feed its stdin, tee its output, relay signals, and
 //! report how it ended.
 
+pub mod detached;
 pub mod signals;
 pub mod tee;
 

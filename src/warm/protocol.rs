@@ -15,6 +15,8 @@ pub struct Start {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: String,
+    /// The caller's umask, limits and niceness, which the process gets.
+    pub settings: crate::runner::detached::Settings,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

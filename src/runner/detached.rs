@@ -1,0 +1,276 @@
+//! Processes that outlive the call that started them — the keeper, and the
+//! live and ready CLIs it holds — are spawned through [`confine`], with
+//! exactly what they need of a call and nothing more:
+//!
+//! - **descriptors**: fds 0–2 as the spawner sets them; every other
+//!   descriptor is closed at exec, whatever its `FD_CLOEXEC` flag. A caller's
+//!   extra inheritable copies of its pipes (bash's process substitution,
+//!   uvloop's copies of a child's stdout and stderr), a listening socket or a
+//!   lock file would otherwise stay open for minutes, and a caller reading to
+//!   end-of-file would wait for them;
+//! - **process settings**: the umask, resource limits and niceness of the
+//!   caller the process will serve ([`Settings`], taken by that caller and
+//!   sent along), not those of whichever caller started the keeper;
+//! - signal dispositions and mask back to their defaults.
+//!
+//! A setting that cannot be applied (a limit above the keeper's hard limit,
+//! a niceness only root may take) fails the spawn: the turn then runs cold,
+//! where the CLI has the caller's own settings.
+
+use serde::{Deserialize, Serialize};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// A caller's process settings, as a process serving it must have them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Settings {
+    pub umask: u32,
+    /// Niceness (`getpriority`), `None` when unknown.
+    pub nice: Option<i32>,
+    /// `(resource, soft, hard)` for each limit this platform has.
+    pub limits: Vec<(i32, u64, u64)>,
+}
+
+/// The resource limits a process inherits (`RLIMIT_*`).
+#[cfg(target_os = "linux")]
+const RESOURCES: &[i32] = &[
+    nix::libc::RLIMIT_CPU as i32,
+    nix::libc::RLIMIT_FSIZE as i32,
+    nix::libc::RLIMIT_DATA as i32,
+    nix::libc::RLIMIT_STACK as i32,
+    nix::libc::RLIMIT_CORE as i32,
+    nix::libc::RLIMIT_RSS as i32,
+    nix::libc::RLIMIT_NPROC as i32,
+    nix::libc::RLIMIT_NOFILE as i32,
+    nix::libc::RLIMIT_MEMLOCK as i32,
+    nix::libc::RLIMIT_AS as i32,
+    nix::libc::RLIMIT_LOCKS as i32,
+    nix::libc::RLIMIT_SIGPENDING as i32,
+    nix::libc::RLIMIT_MSGQUEUE as i32,
+    nix::libc::RLIMIT_NICE as i32,
+    nix::libc::RLIMIT_RTPRIO as i32,
+    nix::libc::RLIMIT_RTTIME as i32,
+];
+#[cfg(not(target_os = "linux"))]
+const RESOURCES: &[i32] = &[
+    nix::libc::RLIMIT_CPU as i32,
+    nix::libc::RLIMIT_FSIZE as i32,
+    nix::libc::RLIMIT_DATA as i32,
+    nix::libc::RLIMIT_STACK as i32,
+    nix::libc::RLIMIT_CORE as i32,
+    nix::libc::RLIMIT_NOFILE as i32,
+    nix::libc::RLIMIT_AS as i32,
+];
+
+impl Settings {
+    /// This process's settings (the caller's: the shim changes none of them
+    /// before a turn).
+    pub fn of_this_process() -> Settings {
+        // umask(2) only sets: set, then put back at once.
+        let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+        nix::sys::stat::umask(old);
+        let limits = RESOURCES
+            .iter()
+            .filter_map(|&r| {
+                let mut lim = nix::libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                // SAFETY: getrlimit writes into `lim`, which lives here.
+                #[allow(clippy::useless_conversion)]
+                let ok = unsafe { nix::libc::getrlimit(r as _, &mut lim) } == 0;
+                ok.then(|| (r, lim.rlim_cur as u64, lim.rlim_max as u64))
+            })
+            .collect();
+        Settings {
+            umask: old.bits() as u32,
+            nice: nice(),
+            limits,
+        }
+    }
+
+    /// A short hash of the settings, for keys.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(serde_json::to_vec(self).unwrap_or_default());
+        hex::encode(&h.finalize()[..8])
+    }
+
+    /// Apply in a forked child. Async-signal-safe: plain system calls.
+    fn apply(&self) -> std::io::Result<()> {
+        nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(
+            self.umask as nix::libc::mode_t,
+        ));
+        for &(r, soft, hard) in &self.limits {
+            let lim = nix::libc::rlimit {
+                rlim_cur: soft as nix::libc::rlim_t,
+                rlim_max: hard as nix::libc::rlim_t,
+            };
+            // SAFETY: setrlimit reads `lim`, which lives here.
+            #[allow(clippy::useless_conversion)]
+            if unsafe { nix::libc::setrlimit(r as _, &lim) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if let Some(n) = self.nice {
+            // SAFETY: plain system call.
+            #[allow(clippy::useless_conversion)]
+            if unsafe { nix::libc::setpriority(nix::libc::PRIO_PROCESS as _, 0, n) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// This process's niceness.
+fn nice() -> Option<i32> {
+    nix::errno::Errno::clear();
+    // SAFETY: plain system call; -1 is a valid answer, told apart by errno.
+    #[allow(clippy::useless_conversion)]
+    let n = unsafe { nix::libc::getpriority(nix::libc::PRIO_PROCESS as _, 0) };
+    (n != -1 || nix::errno::Errno::last_raw() == 0).then_some(n)
+}
+
+/// How a process that outlives the call starts.
+pub enum Role {
+    /// The keeper: in a session of its own (no terminal's signals reach it).
+    Keeper,
+    /// A live or ready CLI: with its caller's `Settings` (it ends once the
+    /// keeper is gone: its stdin closes).
+    Cli(Settings),
+}
+
+/// Spawn rules for a process that outlives the call (see module docs): only
+/// fds 0–2 reach it, its signals are reset, and as its [`Role`] says.
+pub fn confine(cmd: &mut Command, role: Role) {
+    let (settings, new_session) = match role {
+        Role::Keeper => (None, true),
+        Role::Cli(s) => (Some(s), false),
+    };
+    // SAFETY: only async-signal-safe calls (sigaction, sigprocmask, fcntl,
+    // close_range, getrlimit, umask, setrlimit, setpriority, setsid) run
+    // between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            super::signals::reset_for_child()?;
+            if new_session {
+                nix::unistd::setsid()?;
+            }
+            if let Some(s) = &settings {
+                s.apply()?;
+            }
+            close_on_exec_from(3);
+            Ok(())
+        });
+    }
+}
+
+/// Mark every descriptor from `first` up close-on-exec (std's own error pipe
+/// is already). Between fork and exec: no allocation.
+fn close_on_exec_from(first: i32) {
+    #[cfg(target_os = "linux")]
+    if !crate::platform::portable() {
+        // close_range(first, ~0, CLOSE_RANGE_CLOEXEC) (Linux 5.11).
+        const CLOSE_RANGE_CLOEXEC: nix::libc::c_uint = 1 << 2;
+        // SAFETY: a plain system call on descriptors this process owns.
+        let done = unsafe {
+            nix::libc::syscall(
+                nix::libc::SYS_close_range,
+                first as nix::libc::c_uint,
+                nix::libc::c_uint::MAX,
+                CLOSE_RANGE_CLOEXEC,
+            )
+        } == 0;
+        if done {
+            return;
+        }
+    }
+    // Elsewhere (and on older kernels): every descriptor up to the limit.
+    let mut lim = nix::libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into `lim`.
+    let top = match unsafe { nix::libc::getrlimit(nix::libc::RLIMIT_NOFILE, &mut lim) } {
+        0 => (lim.rlim_cur as u64).min(1 << 20) as i32,
+        _ => 1 << 16,
+    };
+    for fd in first..top {
+        // SAFETY: fcntl on a descriptor number; EBADF for those not open.
+        unsafe {
+            let flags = nix::libc::fcntl(fd, nix::libc::F_GETFD);
+            if flags >= 0 && flags & nix::libc::FD_CLOEXEC == 0 {
+                nix::libc::fcntl(fd, nix::libc::F_SETFD, flags | nix::libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// The descriptors a child holds, as `ls /proc/self/fd` sees them (the
+    /// listing's own directory fd aside).
+    fn child_fds(cmd: &mut Command) -> Vec<String> {
+        let out = cmd.output().unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn only_stdio_reaches_a_confined_child() {
+        // An inheritable pipe, as bash's process substitution hands down.
+        let (r, w) = nix::unistd::pipe().unwrap();
+        for fd in [&r, &w] {
+            nix::fcntl::fcntl(
+                fd.as_raw_fd(),
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+            )
+            .unwrap();
+        }
+        let script = "for f in /proc/$$/fd/*; do echo ${f##*/}; done";
+        let mut plain = Command::new("sh");
+        plain.args(["-c", script]);
+        let leaked = child_fds(&mut plain);
+        assert!(leaked.contains(&r.as_raw_fd().to_string()), "{leaked:?}");
+        let mut confined = Command::new("sh");
+        confined.args(["-c", script]);
+        confine(&mut confined, Role::Cli(Settings::of_this_process()));
+        let fds = child_fds(&mut confined);
+        // 0-2, and the directory sh lists from (its own, not inherited).
+        assert!(
+            !fds.contains(&r.as_raw_fd().to_string()) && !fds.contains(&w.as_raw_fd().to_string()),
+            "{fds:?}"
+        );
+        assert!(
+            fds.iter().all(|f| f.parse::<i32>().unwrap() <= 3),
+            "{fds:?}"
+        );
+    }
+
+    #[test]
+    fn a_confined_child_gets_the_callers_umask_and_limits() {
+        let mut s = Settings::of_this_process();
+        s.umask = 0o027;
+        for l in &mut s.limits {
+            if l.0 == nix::libc::RLIMIT_FSIZE as i32 {
+                l.1 = 4096.min(l.2);
+            }
+        }
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "umask; ulimit -f"]);
+        confine(&mut cmd, Role::Cli(s));
+        let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "0027");
+        // ulimit -f counts 512-byte blocks.
+        assert_eq!(lines[1], "8");
+    }
+}
