@@ -51,12 +51,19 @@ pub const STORE: &str = "CLAUDE_SHIM_STORE";
 /// `0`: turns on a shared store connect themselves (no connection readied
 /// by the keeper).
 pub const STORE_READY: &str = "CLAUDE_SHIM_STORE_READY";
+/// An opaque tenant value a multi-user server sets per end user: part of
+/// what identifies a conversation (two scopes never share a session).
+pub const SCOPE: &str = "CLAUDE_SHIM_SCOPE";
 /// `1`: panic inside the turn's decision (tests prove a panic never reaches
 /// the caller: the turn runs as asked).
 pub const TEST_PANIC: &str = "CLAUDE_SHIM_TEST_PANIC";
 
 /// All variables with a one-line description, for `--help` and the README.
 pub const ALL: &[(&str, &str)] = &[
+    (
+        SCOPE,
+        "tenant: an opaque value a multi-user server sets per end user; calls of different scopes never share a session",
+    ),
     (
         HOME,
         "data directory (default $XDG_DATA_HOME/claude-shim or ~/.local/share/claude-shim)",
@@ -160,6 +167,11 @@ fn flag(name: &str) -> bool {
 
 pub fn bypass() -> bool {
     flag(BYPASS)
+}
+
+/// The tenant (`CLAUDE_SHIM_SCOPE`), as set.
+pub fn scope() -> Option<OsString> {
+    var_os(SCOPE)
 }
 
 pub fn fresh() -> bool {

@@ -104,6 +104,9 @@ pub struct ScopeInput<'a> {
     /// or on another host, writes the same sessions).
     pub binary: &'a str,
     pub args: &'a ParsedArgs,
+    /// The environment the CLI gets (only what it reads and what shapes a
+    /// session is kept, hashed: see [`crate::cli_env`]).
+    pub env: &'a [(String, String)],
 }
 
 /// Everything a scope is made of, part by part.
@@ -115,6 +118,20 @@ pub struct ScopeParts {
     /// Each shaping flag present → a hash of its values (and of the contents
     /// of the files they name).
     pub flags: BTreeMap<String, String>,
+    /// A hash of the credentials in use (API key, auth token, base URL,
+    /// provider and its region or project): whose account the session
+    /// runs on. Never kept in clear. Empty: none in the environment (the
+    /// config dir's login).
+    #[serde(default)]
+    pub credentials: String,
+    /// Each environment variable present that shapes a session (models,
+    /// feature switches, thinking budgets…) → a hash of its value.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A hash of `CLAUDE_SHIM_SCOPE`, the tenant a multi-user server names
+    /// (empty: unset).
+    #[serde(default)]
+    pub tenant: String,
 }
 
 /// Why a conversation seen elsewhere is not this one.
@@ -128,6 +145,12 @@ pub enum Difference {
     Binary(String),
     /// This shaping flag was added, removed or changed.
     Flag(String),
+    /// Seen with other credentials (another key, endpoint or provider).
+    Credentials,
+    /// This session-shaping environment variable was set, unset or changed.
+    Env(String),
+    /// Seen for another tenant (`CLAUDE_SHIM_SCOPE`).
+    Tenant,
 }
 
 fn hex(d: Sha256) -> String {
@@ -173,11 +196,15 @@ impl ScopeParts {
             }
             flags.insert((*name).to_owned(), hex(h)[..16].to_owned());
         }
+        let (credentials, env, tenant) = environment_parts(input.env);
         ScopeParts {
             cwd: input.cwd.to_owned(),
             config_dir: input.config_dir.to_owned(),
             binary: input.binary.to_owned(),
             flags,
+            credentials,
+            env,
+            tenant,
         }
     }
 
@@ -190,6 +217,21 @@ impl ScopeParts {
         for (name, value) in &self.flags {
             field(&mut h, name.as_bytes());
             field(&mut h, value.as_bytes());
+        }
+        // Tagged apart from the flags; absent parts add nothing, so a pin
+        // made before they were parts still matches a call without them.
+        if !self.credentials.is_empty() {
+            field(&mut h, b"credentials");
+            field(&mut h, self.credentials.as_bytes());
+        }
+        for (name, value) in &self.env {
+            field(&mut h, b"env");
+            field(&mut h, name.as_bytes());
+            field(&mut h, value.as_bytes());
+        }
+        if !self.tenant.is_empty() {
+            field(&mut h, b"tenant");
+            field(&mut h, self.tenant.as_bytes());
         }
         Scope(hex(h))
     }
@@ -213,8 +255,64 @@ impl ScopeParts {
                 out.push(Difference::Flag(name.clone()));
             }
         }
+        if self.credentials != then.credentials {
+            out.push(Difference::Credentials);
+        }
+        let vars: std::collections::BTreeSet<&String> =
+            self.env.keys().chain(then.env.keys()).collect();
+        for name in vars {
+            if self.env.get(name) != then.env.get(name) {
+                out.push(Difference::Env(name.clone()));
+            }
+        }
+        if self.tenant != then.tenant {
+            out.push(Difference::Tenant);
+        }
         out
     }
+}
+
+/// The environment's share of a scope: the credentials' hash, each shaping
+/// variable's hash, the tenant's hash. A variable the CLI does not read, or
+/// reads without it shaping a session, is no part of it.
+fn environment_parts(env: &[(String, String)]) -> (String, BTreeMap<String, String>, String) {
+    use crate::cli_env::{class_of, Class};
+    let mut sorted: Vec<&(String, String)> = env.iter().collect();
+    sorted.sort();
+    let mut creds = Sha256::new();
+    let mut any_creds = false;
+    let mut shaping = BTreeMap::new();
+    let mut tenant = String::new();
+    for (name, value) in sorted {
+        if name == crate::env::SCOPE {
+            let mut h = Sha256::new();
+            field(&mut h, b"claude-shim tenant v1");
+            field(&mut h, value.as_bytes());
+            tenant = hex(h)[..32].to_owned();
+            continue;
+        }
+        match class_of(name) {
+            Some(Class::Credential) => {
+                any_creds = true;
+                field(&mut creds, name.as_bytes());
+                field(&mut creds, value.as_bytes());
+            }
+            Some(Class::Shaping) => {
+                let mut h = Sha256::new();
+                field(&mut h, value.as_bytes());
+                shaping.insert(name.clone(), hex(h)[..16].to_owned());
+            }
+            Some(Class::Inert) | None => {}
+        }
+    }
+    let credentials = match any_creds {
+        true => {
+            field(&mut creds, b"claude-shim credentials v1");
+            hex(creds)[..32].to_owned()
+        }
+        false => String::new(),
+    };
+    (credentials, shaping, tenant)
 }
 
 /// A user turn as it is hashed: CRLF→LF, trimmed.
@@ -372,6 +470,7 @@ mod tests {
             config_dir: "/h/.claude",
             binary: "2.1.330",
             args: &a,
+            env: &[],
         };
         ScopeParts::of(&input, |p| (p == "sp.txt").then(|| b"file body".to_vec()))
     }
@@ -412,6 +511,7 @@ mod tests {
                     config_dir: config_dir_in_scope(config, shared),
                     binary: version,
                     args: &a,
+                    env: &[],
                 },
                 |_| None,
             )

@@ -17,6 +17,9 @@ pub mod passthrough;
 pub mod shim;
 
 // One managed turn.
+/// The environment variables Claude Code reads, classified: credentials,
+/// session-shaping, inert.
+pub mod cli_env;
 /// Continuation by content: a prompt that holds an earlier run's prompt and
 /// reply, then something new.
 pub mod continuation;

@@ -44,6 +44,11 @@ pub fn die_with_parent(sig: Signal, parent: nix::unistd::Pid, portable: bool) ->
     Ok(())
 }
 
+/// Whether process `pid` exists (signal 0: the kernel's word).
+pub fn alive(pid: i32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+}
+
 /// What a kernel-side copy managed.
 pub enum Spliced {
     /// EOF, or the reader is gone (EPIPE); this many bytes moved.

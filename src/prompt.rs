@@ -194,6 +194,28 @@ pub fn read_after_waiting(
     scan(input, before, complete, false, forward, &mut |_| false)
 }
 
+/// Read on after `buf[..complete]` until one more whole line is there (or
+/// input ends): whether that line is a user message. A caller that answered
+/// `initialize` is waited on may send another control request first (a
+/// model, a permission mode) and wait for its answer before its message.
+pub fn next_line_is_user(
+    input: &mut impl Chunks,
+    buf: &mut Vec<u8>,
+    complete: usize,
+) -> std::io::Result<bool> {
+    let mut searched = complete;
+    loop {
+        if let Some(nl) = memchr::memchr(b'\n', &buf[searched..]) {
+            return Ok(user_line(&buf[complete..=searched + nl]).is_some());
+        }
+        searched = buf.len();
+        match input.chunk(None)? {
+            Some(bytes) if !bytes.is_empty() => buf.extend_from_slice(&bytes),
+            _ => return Ok(false),
+        }
+    }
+}
+
 /// `buf[..scanned]` is complete non-user lines already seen.
 fn scan(
     input: &mut impl Chunks,

@@ -45,22 +45,11 @@ impl Run for Warm {
                         crate::warm::unresponsive::forget_all(&dir);
                     }
                 }
-                let Some(mut k) = connect()? else {
-                    if let Some(s) = session {
-                        anyhow::bail!("no live CLI of session {s}: no keeper is running");
-                    }
-                    writeln!(out, "no keeper is running: nothing to stop")?;
-                    return Ok(());
-                };
                 let Some(given) = session else {
-                    let n = k.status()?.live.len();
-                    k.stop(None)?;
-                    writeln!(
-                        out,
-                        "ended {n} live CLI{}; the keeper exits",
-                        if n == 1 { "" } else { "s" }
-                    )?;
-                    return Ok(());
+                    return stop_all(out);
+                };
+                let Some(mut k) = connect()? else {
+                    anyhow::bail!("no live CLI of session {given}: no keeper is running");
                 };
                 // Only what runs can be ended, and said to be.
                 let live = k.status()?.live;
@@ -84,6 +73,143 @@ impl Run for Warm {
             }
         }
     }
+}
+
+/// How long `warm stop` waits for the keeper and its CLIs to end (a turn
+/// being answered finishes first), before it ends them itself.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `warm stop`: every live CLI and the keeper — and keepers no socket leads
+/// to any more (their data dir deleted or replaced) — gone when it returns.
+fn stop_all(out: &mut dyn Write) -> Result<()> {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let mut keepers: Vec<i32> = Vec::new();
+    let mut clis: Vec<i32> = Vec::new();
+    // Answering a turn: it ends after it (its caller holds its stdin).
+    let mut busy = 0;
+    if let Some(mut k) = connect()? {
+        let s = k.status()?;
+        keepers.push(s.pid as i32);
+        for l in &s.live {
+            match l.state.as_str() {
+                "busy" => busy += 1,
+                _ => clis.push(l.pid),
+            }
+        }
+        k.stop(None)?;
+    }
+    if let Some(path) = crate::data_dir::configured() {
+        for pid in orphaned_keepers(&path) {
+            if !keepers.contains(&pid) {
+                clis.extend(children(pid));
+                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+                keepers.push(pid);
+            }
+        }
+    }
+    if keepers.is_empty() {
+        writeln!(out, "no keeper is running: nothing to stop")?;
+        return Ok(());
+    }
+    let gone = |pids: &[i32]| pids.iter().all(|&p| !crate::platform::alive(p));
+    let wait = |pids: &[i32]| {
+        let deadline = std::time::Instant::now() + STOP_WAIT;
+        while !gone(pids) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        gone(pids)
+    };
+    let mut forced = 0;
+    if !wait(&keepers) {
+        // Stopped (a debugger, a frozen container) or wedged: its CLIs end
+        // when it does (their stdin closes).
+        for &p in &keepers {
+            forced += usize::from(kill(Pid::from_raw(p), Signal::SIGKILL).is_ok());
+        }
+        wait(&keepers);
+    }
+    if !wait(&clis) {
+        for &p in &clis {
+            forced += usize::from(kill(Pid::from_raw(p), Signal::SIGKILL).is_ok());
+        }
+    }
+    let n = clis.len();
+    writeln!(
+        out,
+        "ended {n} live CLI{} and {} keeper{}{}{}",
+        if n == 1 { "" } else { "s" },
+        keepers.len(),
+        if keepers.len() == 1 { "" } else { "s" },
+        match forced {
+            0 => String::new(),
+            f => format!(" ({f} did not end when asked and were killed)"),
+        },
+        match busy {
+            0 => String::new(),
+            b => format!(
+                "; {b} answering a turn end{} after it",
+                if b == 1 { "s" } else { "" }
+            ),
+        }
+    )?;
+    Ok(())
+}
+
+/// The children of `pid` (Linux `/proc`; none elsewhere).
+fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+/// Keepers of ours for the data dir `path` that its socket no longer leads
+/// to: running in that directory (a keeper's working directory is its data
+/// dir) after it was deleted or replaced. Linux (`/proc`); none elsewhere.
+fn orphaned_keepers(path: &std::path::Path) -> Vec<i32> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let here = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let deleted = format!("{} (deleted)", path.display());
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let proc_dir = e.path();
+            if std::fs::metadata(&proc_dir).ok()?.uid() != me || pid == std::process::id() as i32 {
+                return None;
+            }
+            let cmdline = std::fs::read(proc_dir.join("cmdline")).ok()?;
+            let mut args = cmdline.split(|&b| b == 0);
+            let exe = args.next()?;
+            let is_keeper = memchr::memmem::find(exe, b"claude-shim").is_some()
+                && args.next() == Some(b"keeper".as_slice());
+            if !is_keeper {
+                return None;
+            }
+            let cwd = std::fs::read_link(proc_dir.join("cwd")).ok()?;
+            // Its directory deleted, or replaced by another of the same name.
+            let orphan = cwd.to_string_lossy() == deleted
+                || (cwd == path
+                    && std::fs::metadata(proc_dir.join("cwd"))
+                        .ok()
+                        .map(|m| (m.dev(), m.ino()))
+                        != here);
+            orphan.then_some(pid)
+        })
+        .collect()
 }
 
 /// Binaries and scopes whose live CLI did not answer lately: their turns run

@@ -166,7 +166,7 @@ pub fn gather(
     store: Option<&crate::store::Store>,
     live: &[Live],
 ) -> Vec<Session> {
-    let alive = crate::turn::lookup::alive;
+    let alive = crate::platform::alive;
     let mut files = Vec::new();
     for dir in project_dirs(config_dir, which) {
         for (id, path, meta) in files_in(&dir) {

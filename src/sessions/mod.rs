@@ -262,6 +262,27 @@ fn assistant_usage(line: &[u8]) -> Option<(String, Usage)> {
     Some((m.id?, m.usage?))
 }
 
+/// Whether the records from byte `from` on (the whole file for `None`) hold
+/// a turn's end: a main-thread assistant record that stops for good (not to
+/// call a tool). Such a turn was complete in the session before its process
+/// died, and its caller may well have had its result.
+pub fn turn_finished_since(path: &Path, from: Option<u64>) -> std::io::Result<bool> {
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(from.unwrap_or(0)))?;
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)?;
+    Ok(buf.split(|&b| b == b'\n').any(|line| {
+        memchr::memmem::find(line, b"stop_reason").is_some()
+            && serde_json::from_slice::<Value>(line).is_ok_and(|v| {
+                v["type"] == "assistant"
+                    && v["isSidechain"] != true
+                    && v["message"]["stop_reason"]
+                        .as_str()
+                        .is_some_and(|r| r != "tool_use")
+            })
+    }))
+}
+
 fn assistant_uuid(line: &[u8]) -> Option<String> {
     let v: Value = serde_json::from_slice(line).ok()?;
     let main_thread = v.get("isSidechain").and_then(Value::as_bool) != Some(true);
@@ -273,6 +294,29 @@ fn assistant_uuid(line: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_turn_is_finished_once_an_assistant_record_stops_for_good() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.jsonl");
+        let before = concat!(
+            r#"{"type":"assistant","uuid":"a0","message":{"stop_reason":"end_turn"}}"#,
+            "\n"
+        );
+        let tool = concat!(
+            r#"{"type":"user","uuid":"u1"}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"a1","message":{"stop_reason":"tool_use"}}"#,
+            "\n"
+        );
+        std::fs::write(&f, format!("{before}{tool}")).unwrap();
+        let from = Some(before.len() as u64);
+        assert!(!turn_finished_since(&f, from).unwrap());
+        assert!(turn_finished_since(&f, None).unwrap());
+        let end = r#"{"type":"assistant","uuid":"a2","message":{"stop_reason":"end_turn"}}"#;
+        std::fs::write(&f, format!("{before}{tool}{end}\n")).unwrap();
+        assert!(turn_finished_since(&f, from).unwrap());
+    }
 
     #[test]
     fn a_turn_begun_after_the_head_means_it_no_longer_ends_there() {

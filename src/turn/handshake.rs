@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub(super) fn run(
     ctx: &Ctx<'_>,
     args: &[OsString],
-    before: Vec<u8>,
+    mut before: Vec<u8>,
     complete: usize,
     known: Option<Known>,
 ) -> Exit {
@@ -70,12 +70,22 @@ pub(super) fn run(
             i.gave.store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = runner::tee::write_all(runner::tee::Stream::Out, &line);
             if prompt::stdin_ready_within(MESSAGE_PATIENCE) {
-                return answered_at_once(ctx, args, before, complete, i);
+                // Its message, or another control request it waits on (a
+                // `set_model`): only the CLI can answer that.
+                match prompt::next_line_is_user(&mut RawStdin, &mut before, complete) {
+                    Ok(true) => return answered_at_once(ctx, args, before, complete, i),
+                    Ok(false) => debug!(
+                        "handshake: a control request before the message; starting the CLI as asked"
+                    ),
+                    Err(e) => debug!("handshake: reading the caller's next line: {e}"),
+                }
+            } else {
+                debug!("handshake: no message yet; starting the CLI as asked");
             }
             // A caller that sends its message later (a session client
-            // waiting for its user) finds the CLI started, as without the
-            // shim: A, whose answer the caller already had.
-            debug!("handshake: no message yet; starting the CLI as asked");
+            // waiting for its user), or a control request first, finds the
+            // CLI started, as without the shim: A, whose answer to
+            // `initialize` the caller already had.
             answered = true;
         }
     }

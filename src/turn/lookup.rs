@@ -110,11 +110,20 @@ const DRAIN_WAIT: Duration = Duration::from_secs(5);
 pub fn scope_of(place: &Place, args: &ParsedArgs, caps: &Capabilities) -> ScopeParts {
     let config = place.config_dir.to_string_lossy();
     let shared = place.store.lock().is_shared();
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
     let input = ScopeInput {
         cwd: &place.cwd,
         config_dir: crate::identity::config_dir_in_scope(&config, shared),
         binary: &caps.version,
         args,
+        env: &env,
     };
     ScopeParts::of(&input, |p| std::fs::read(p).ok())
 }
@@ -258,7 +267,9 @@ fn take_lease(store: &SharedStore, session: &str, at: Option<&str>) -> Result<Le
     let pid = std::process::id() as i32;
     let start = Instant::now();
     loop {
-        let lease = store.lock().try_lease(session, at, pid, alive)?;
+        let lease = store
+            .lock()
+            .try_lease(session, at, pid, crate::platform::alive)?;
         match lease {
             Lease::Held { draining: true } if start.elapsed() < DRAIN_WAIT => {
                 std::thread::sleep(Duration::from_millis(4))
@@ -271,10 +282,6 @@ fn take_lease(store: &SharedStore, session: &str, at: Option<&str>) -> Result<Le
             }
         }
     }
-}
-
-pub fn alive(pid: i32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
 /// The in-place lease on a session; released when dropped.
@@ -359,6 +366,7 @@ mod tests {
                 config_dir: &config,
                 binary: "2.1.330",
                 args: a,
+                env: &[],
             },
             |_| None,
         );

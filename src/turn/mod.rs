@@ -472,7 +472,7 @@ fn interrupted(place: &Place, turn: &TurnKey) -> Option<plan::Interrupted> {
         Some(crate::store::attempts::Outcome::NoResult) => true,
         Some(crate::store::attempts::Outcome::Result) => false,
         // Never said: its shim was killed, unless it still runs.
-        None => !lookup::alive(last.pid),
+        None => !crate::platform::alive(last.pid),
     };
     let left_its_file = sessions::find(&place.config_dir, &last.session).is_some();
     (ended_without && left_its_file).then_some(plan::Interrupted {
@@ -790,7 +790,7 @@ pub fn sweep_ephemeral(place: &Place) {
         return;
     }
     let idle_before = store.now() - env::ephemeral_ttl().as_secs() as i64;
-    let expired = match store.expired_ephemeral(idle_before, lookup::alive) {
+    let expired = match store.expired_ephemeral(idle_before, crate::platform::alive) {
         Ok(e) => e,
         Err(e) => {
             error!("looking for expired ephemeral sessions: {e:#}");

@@ -31,8 +31,12 @@ pub struct Warm {
     flags: Vec<String>,
     key: String,
     env: Vec<(String, String)>,
-    /// The environment's hash and the real binary, for the key.
+    /// The environment's hash (with the process settings'), and the real
+    /// binary, for the key.
     env_hash: String,
+    /// The caller's umask, limits and niceness: a live CLI started for it
+    /// gets them, and serves only callers with the same.
+    settings: crate::runner::detached::Settings,
     binary: String,
     /// Its key among live CLIs that did not answer (`warm::unresponsive`).
     silent: String,
@@ -178,9 +182,14 @@ impl Warm {
             );
             return None;
         }
-        let env_hash = fingerprint::environment(
-            env.iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        let settings = crate::runner::detached::Settings::of_this_process();
+        let env_hash = format!(
+            "{}-{}",
+            fingerprint::environment(
+                env.iter()
+                    .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+            ),
+            settings.fingerprint()
         );
         let key = warm::key(&warm::KeyParts {
             handshake: &handshake,
@@ -198,6 +207,7 @@ impl Warm {
             key,
             env,
             env_hash,
+            settings,
             binary,
             silent,
             start_up,
@@ -369,7 +379,7 @@ impl Warm {
         }
         drop(lent);
         let exit = match (relayed.exit, relayed.signalled_by) {
-            (_, Some(sig)) => Exit::Code(cold_exit_on(sig)),
+            (_, Some(sig)) => cold_exit_on(sig),
             (Some(code), None) => Exit::Code(code),
             (None, None) if relayed.wrote == 0 || !tee::released(&hold) => {
                 // Nothing reached the caller: never worse than cold, which
@@ -392,11 +402,14 @@ impl Warm {
 const STDIN_LIMIT: usize = 9 << 20;
 
 /// How a cold CLI ends when the caller signals it mid-turn (checked on
-/// 2.1.330): SIGINT → exit 0, SIGTERM → 143; others as a shell reports them.
-fn cold_exit_on(sig: nix::sys::signal::Signal) -> i32 {
+/// 2.1.330): SIGINT → exit 0, SIGTERM and SIGHUP → 128 + n (it handles
+/// them); SIGQUIT, SIGUSR1 and SIGUSR2 it does not handle: it dies by them.
+fn cold_exit_on(sig: nix::sys::signal::Signal) -> Exit {
+    use nix::sys::signal::Signal;
     match sig {
-        nix::sys::signal::Signal::SIGINT => 0,
-        other => 128 + other as i32,
+        Signal::SIGINT => Exit::Code(0),
+        Signal::SIGQUIT | Signal::SIGUSR1 | Signal::SIGUSR2 => Exit::Signal(sig),
+        other => Exit::Code(128 + other as i32),
     }
 }
 
@@ -831,6 +844,7 @@ impl Warm {
             args,
             env: self.env.clone(),
             cwd: self.cwd.clone(),
+            settings: self.settings.clone(),
         }
     }
 

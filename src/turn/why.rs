@@ -176,6 +176,9 @@ fn difference_code(d: &Difference) -> &'static str {
         Difference::ConfigDir(_) => "other-config-dir",
         Difference::Binary(_) => "other-cli",
         Difference::Flag(_) => "flags-changed",
+        Difference::Credentials => "other-credentials",
+        Difference::Env(_) => "environment-changed",
+        Difference::Tenant => "other-tenant",
     }
 }
 
@@ -185,6 +188,11 @@ fn describe(d: &Difference) -> String {
         Difference::ConfigDir(dir) => format!("with another Claude config dir ({dir})"),
         Difference::Binary(v) => format!("with another Claude Code ({v})"),
         Difference::Flag(flag) => format!("with another --{flag}"),
+        Difference::Credentials => {
+            "with other credentials (API key, token, endpoint or provider)".into()
+        }
+        Difference::Env(name) => format!("with another {name}"),
+        Difference::Tenant => "for another tenant (CLAUDE_SHIM_SCOPE)".into(),
     }
 }
 

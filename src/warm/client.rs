@@ -103,8 +103,12 @@ impl Keeper {
             Err(e) => {
                 if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) {
                     // Stopped or wedged: the rest of this process does
-                    // without it (its release, a warm turn).
+                    // without it (its release, a warm turn), and so do the
+                    // next processes while it stays so.
                     SILENT.store(true, Ordering::Relaxed);
+                    if let Some(pid) = peer_pid(&k.stream) {
+                        silent::record(dir, pid);
+                    }
                 }
                 crate::debug!("warm: keeper hello failed: {e}");
                 None
@@ -116,6 +120,10 @@ impl Keeper {
     /// started when none listens); each call on it bounded by `wait`.
     fn reach(dir: &DataDir, start: bool, wait: Duration) -> Option<Keeper> {
         if SILENT.load(Ordering::Relaxed) {
+            return None;
+        }
+        if let Some(pid) = silent::still(dir) {
+            crate::debug!("warm: the keeper (pid {pid}) did not answer lately and still cannot");
             return None;
         }
         let socket = keeper::socket(dir);
@@ -333,22 +341,78 @@ fn ours(path: &Path) -> std::io::Result<UnixStream> {
     Ok(stream)
 }
 
+/// The pid of the process at the other end of `stream` (the kernel's word).
+fn peer_pid(stream: &UnixStream) -> Option<i32> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
+            .ok()
+            .map(|c| c.pid())
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = stream;
+        None
+    }
+}
+
+/// A keeper that did not say hello in time (stopped by a debugger, a frozen
+/// container, or wedged) costs one turn its wait, not every turn: its pid is
+/// noted in the data dir (`keeper.silent`), and turns do without it, at once,
+/// while it is stopped — or for [`silent::FOR`] when it cannot be told.
+mod silent {
+    use crate::data_dir::DataDir;
+    use std::time::Duration;
+
+    const FILE: &str = "keeper.silent";
+    /// How long a keeper that did not answer is not asked again, unless it
+    /// can be seen to run again (Linux: no longer stopped).
+    pub const FOR: Duration = Duration::from_secs(30);
+
+    pub fn record(dir: &DataDir, pid: i32) {
+        let _ = std::fs::write(dir.join(FILE), pid.to_string());
+    }
+
+    /// The pid of a keeper that did not answer and still cannot, if any.
+    pub fn still(dir: &DataDir) -> Option<i32> {
+        let path = dir.join(FILE);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        let pid: i32 = std::fs::read_to_string(&path).ok()?.trim().parse().ok()?;
+        let young = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age < FOR);
+        let holds = match stopped(pid) {
+            Some(true) => true,
+            Some(false) => false,
+            None => young && crate::platform::alive(pid),
+        };
+        if !holds {
+            let _ = std::fs::remove_file(&path);
+        }
+        holds.then_some(pid)
+    }
+
+    /// Whether `pid` is stopped (Linux `/proc`; `None` elsewhere or when gone).
+    fn stopped(pid: i32) -> Option<bool> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The state follows the command name in parentheses.
+        let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
+        Some(matches!(state, "T" | "t"))
+    }
+}
+
 /// Start `claude-shim keeper` in its own session, detached from ours.
 fn spawn_keeper() -> std::io::Result<()> {
-    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("keeper")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // SAFETY: setsid and signal resets are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            crate::runner::signals::reset_for_child()?;
-            nix::unistd::setsid()?;
-            Ok(())
-        });
-    }
+    // In a session of its own, with none of the caller's descriptors (its
+    // live CLIs get their settings per turn: see `runner::detached`).
+    crate::runner::detached::confine(&mut cmd, crate::runner::detached::Role::Keeper);
     cmd.spawn().map(|_| ())
 }

@@ -22,9 +22,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Variables left out of the environment's hash: set per command by shells,
-/// or the shim's own knobs (the CLI does not read them).
+/// or the shim's own knobs (the CLI does not read them) — but for the
+/// tenant scope, which says whose the call is.
 fn volatile(name: &str) -> bool {
-    matches!(name, "_" | "OLDPWD" | "SHLVL") || name.starts_with("CLAUDE_SHIM_")
+    matches!(name, "_" | "OLDPWD" | "SHLVL")
+        || (name.starts_with("CLAUDE_SHIM_") && name != crate::env::SCOPE)
 }
 
 /// A hash of the environment that reaches the CLI.
@@ -57,6 +59,35 @@ const PER_DIR: &[&str] = &[
     ".claude/workflows",
     ".claude/output-styles",
     ".claude/rules",
+    // The git state behind the start's git-status block (branch, status,
+    // recent commits): moved by a commit, a checkout, an add.
+    ".git/HEAD",
+    ".git/index",
+    ".git/logs/HEAD",
+    ".git/packed-refs",
+];
+
+/// Under the home directory: the shell start-up files behind the CLI's shell
+/// snapshot (aliases, functions, PATH its Bash tool runs with).
+const IN_HOME: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".config/fish/config.fish",
+];
+
+/// System-wide shell start-up files.
+const SYSTEM_SHELL: &[&str] = &[
+    "/etc/profile",
+    "/etc/bash.bashrc",
+    "/etc/zshrc",
+    "/etc/zsh/zshrc",
+    "/etc/zsh/zshenv",
 ];
 
 /// In the cwd only.
@@ -113,8 +144,83 @@ pub fn paths(cwd: &Path, home: Option<&Path>, config_dir: &Path) -> Vec<PathBuf>
         .collect();
     out.push(config_dir.join("projects").join(slug).join("memory"));
     out.extend(MANAGED.iter().map(PathBuf::from));
-    let _ = home;
+    if let Some(home) = home {
+        out.extend(IN_HOME.iter().map(|n| home.join(n)));
+    }
+    out.extend(SYSTEM_SHELL.iter().map(PathBuf::from));
     out
+}
+
+/// How deep `@`-imports are followed (as the CLI follows them: five hops).
+const IMPORT_DEPTH: usize = 5;
+/// Imported paths kept, at most.
+const MAX_IMPORTS: usize = 256;
+
+/// Every path the instruction files among `paths` `@`-import, transitively
+/// (relative to the importing file, `~/` from home; not inside code spans
+/// or fenced blocks): a start reads them, so they are inputs as much as the
+/// files that name them. A named file that does not exist is kept too — its
+/// appearing changes what a start reads.
+pub fn imports(paths: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut frontier: Vec<PathBuf> = paths
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+        .cloned()
+        .collect();
+    for _ in 0..IMPORT_DEPTH {
+        let mut next = Vec::new();
+        for file in &frontier {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            let base = file.parent().unwrap_or(Path::new("/"));
+            for name in import_names(&text) {
+                let path = match (name.strip_prefix("~/"), home) {
+                    (Some(rest), Some(h)) => h.join(rest),
+                    _ => base.join(name),
+                };
+                if out.len() >= MAX_IMPORTS {
+                    return out;
+                }
+                if !out.contains(&path) && !paths.contains(&path) {
+                    out.push(path.clone());
+                    next.push(path);
+                }
+            }
+        }
+        frontier = next.into_iter().filter(|p| p.is_file()).collect();
+        if frontier.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// The `@path` names in a Markdown text, outside code.
+fn import_names(text: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // Outside inline code: the even-numbered pieces between backticks.
+        for piece in line.split('`').step_by(2) {
+            for word in piece.split_whitespace() {
+                if let Some(name) = word.strip_prefix('@') {
+                    if !name.is_empty() {
+                        names.push(name);
+                    }
+                }
+            }
+        }
+    }
+    names
 }
 
 /// Files and directories the flags of `args` name: every flag value that is
@@ -178,6 +284,8 @@ impl StartUp {
     ) -> StartUp {
         let mut paths = paths(cwd, home, config_dir);
         paths.extend(named_paths(args, cwd));
+        let imported = imports(&paths, home);
+        paths.extend(imported);
         StartUp {
             paths,
             user_config: user_config(home, cwd),
@@ -308,6 +416,53 @@ impl Walk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn imports_are_followed_transitively_outside_code() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        std::fs::write(
+            root.join("CLAUDE.md"),
+            "See @docs/a.md and `@not/this.md`\n```\n@nor/this.md\n```\n@~/personal.md\n",
+        )
+        .unwrap();
+        std::fs::create_dir(root.join("docs")).unwrap();
+        std::fs::write(root.join("docs/a.md"), "then @b.md\n").unwrap();
+        std::fs::write(root.join("docs/b.md"), "the end\n").unwrap();
+        let home = root.join("home");
+        let got = imports(&[root.join("CLAUDE.md")], Some(&home));
+        assert_eq!(
+            got,
+            [
+                root.join("docs/a.md"),
+                home.join("personal.md"),
+                root.join("docs/b.md")
+            ]
+        );
+        // So an edit to the imported file changes the start-up's state.
+        let s = StartUp::of(root, Some(&home), &root.join(".claude"), &[]);
+        let before = s.state().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::fs::write(root.join("docs/b.md"), "a new end\n").unwrap();
+        assert_ne!(s.state().unwrap(), before);
+    }
+
+    #[test]
+    fn a_commit_and_a_shell_start_up_file_change_the_state() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        let home = root.join("home");
+        std::fs::create_dir_all(root.join(".git/logs")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(root.join(".git/logs/HEAD"), "one\n").unwrap();
+        let s = StartUp::of(root, Some(&home), &root.join(".claude"), &[]);
+        let before = s.state().unwrap();
+        std::fs::write(root.join(".git/logs/HEAD"), "one\ntwo\n").unwrap();
+        let committed = s.state().unwrap();
+        assert_ne!(committed, before);
+        std::fs::write(home.join(".bashrc"), "alias ll='ls -l'\n").unwrap();
+        assert_ne!(s.state().unwrap(), committed);
+    }
 
     #[test]
     fn environment_ignores_only_volatile_variables() {

@@ -74,6 +74,12 @@ struct Entry {
     /// Started ahead of a new conversation (no message yet, no session
     /// file), not yet reserved by a turn.
     ready: bool,
+    /// The Claude config dir it writes its session in (from its start's
+    /// environment).
+    config_dir: Option<PathBuf>,
+    /// While lent: the session file's length when the turn began (`None`:
+    /// no file yet), to take the turn back should its caller die mid-turn.
+    lent_at: Option<u64>,
 }
 
 /// How long a ready CLI waits for a new conversation. It took its snapshot
@@ -134,6 +140,9 @@ pub fn serve(cfg: Config) -> Result<()> {
         Ok(l) => l,
         Err(_) => return Ok(()),
     };
+    // Not in the caller's directory, which it would keep busy: in its own
+    // (where `warm stop` finds it, even once the data dir is deleted).
+    let _ = std::env::set_current_dir(cfg.dir.path());
     let path = cfg.dir.join(SOCKET);
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).context("binding the keeper's socket")?;
@@ -324,16 +333,28 @@ impl Keeper {
     }
 
     /// The connection closed: a process still lent to it was abandoned
-    /// mid-turn (its caller died); it must not go on working for nobody.
+    /// mid-turn (its caller died, as a proxy's timeout kills it). Without
+    /// the shim the CLI would have died with it: it is killed at once (no
+    /// request more is made, nothing more billed), and what it wrote of the
+    /// turn is taken back from the session, so a retry or another message
+    /// meets the session as it was before.
     fn hang_up(&mut self, id: u64) {
-        if let Some(c) = self.conns.get_mut(&id) {
-            c.closed = true;
-            if let Some(e) = c.lent.take() {
-                if let Some(entry) = self.entries.get_mut(&e) {
-                    let _ = nix::sys::signal::kill(pid(entry), nix::sys::signal::Signal::SIGTERM);
-                    stop(entry);
-                }
-            }
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        c.closed = true;
+        let Some(entry) = c.lent.take().and_then(|e| self.entries.get_mut(&e)) else {
+            return;
+        };
+        let _ = entry.child.kill();
+        stop(entry);
+        // SIGKILL is not refused: the wait is short (bounded all the same).
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while matches!(entry.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if matches!(entry.child.try_wait(), Ok(Some(_))) {
+            undo_turn(entry);
         }
     }
 
@@ -754,6 +775,8 @@ impl Keeper {
             );
         };
         entry.state = State::Lent(conn);
+        entry.lent_at =
+            session_file(entry).and_then(|f| std::fs::metadata(f).ok().map(|m| m.len()));
         let fds = [
             stdin.as_raw_fd(),
             entry.stdout.as_raw_fd(),
@@ -827,7 +850,7 @@ impl Keeper {
                     &entry.session,
                     entry.head.as_deref(),
                     std::process::id() as i32,
-                    crate::turn::lookup::alive,
+                    crate::platform::alive,
                 )
                 .unwrap_or(Lease::NotHead),
             None => Lease::NotHead,
@@ -996,6 +1019,32 @@ fn pid(e: &Entry) -> nix::unistd::Pid {
     nix::unistd::Pid::from_raw(e.child.id() as i32)
 }
 
+/// The session file of `e`, once there is one.
+fn session_file(e: &Entry) -> Option<PathBuf> {
+    crate::sessions::find(e.config_dir.as_deref()?, &e.session)
+}
+
+/// Take back what `e`, killed mid-turn, wrote of its turn (see `hang_up`).
+fn undo_turn(e: &Entry) {
+    let Some(file) = session_file(e) else {
+        return;
+    };
+    // A turn the session holds whole stays: its caller may have had the
+    // result (a streaming caller kills at the end of the reply), and the
+    // next turn's lookup tells whether it continues from it.
+    if crate::sessions::turn_finished_since(&file, e.lent_at).unwrap_or(true) {
+        return;
+    }
+    match crate::sessions::undo_turn(&file, e.lent_at) {
+        Ok(true) => crate::debug!("keeper: took back the abandoned turn of {}", e.session),
+        Ok(false) => {}
+        Err(why) => crate::error!(
+            "keeper: taking back the abandoned turn of {}: {why}",
+            e.session
+        ),
+    }
+}
+
 /// Close its stdin: the CLI finishes (writing its closing records) and exits.
 fn stop(e: &mut Entry) {
     drop(e.stdin.take());
@@ -1015,6 +1064,11 @@ fn spawn(start: &Start) -> std::io::Result<Entry> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // The caller's umask, limits and niceness; none of our descriptors.
+    crate::runner::detached::confine(
+        &mut cmd,
+        crate::runner::detached::Role::Cli(start.settings.clone()),
+    );
     let mut child = cmd.spawn()?;
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -1041,7 +1095,19 @@ fn spawn(start: &Start) -> std::io::Result<Entry> {
         want_stop: false,
         began_fresh: !start.args.iter().any(|a| a == "--resume"),
         ready: false,
+        config_dir: config_dir_of(&start.env),
+        lent_at: None,
     })
+}
+
+/// The Claude config dir of a CLI started with `env` (as `env::claude_config_dir`
+/// reads it from our own).
+fn config_dir_of(env: &[(String, String)]) -> Option<PathBuf> {
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    match var("CLAUDE_CONFIG_DIR") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => var("HOME").map(|h| PathBuf::from(h).join(".claude")),
+    }
 }
 
 /// Resident memory of a process (Linux; elsewhere unknown).

@@ -92,6 +92,15 @@ enum Fault {
     Sigterm,
     /// SIGKILL likewise; then the caller retries the turn (the retry is compared).
     KilledThenRetried,
+    /// SIGKILL likewise; then the caller sends another message instead (as a
+    /// proxy does after its timeout): it is compared, and the model must see
+    /// the killed message nowhere, and no request more than without the shim.
+    KilledThenOther,
+    /// SIGQUIT, SIGUSR1, SIGUSR2 while the request is in flight: the CLI does
+    /// not handle them, it dies by them.
+    Sigquit,
+    Sigusr1,
+    Sigusr2,
 }
 
 struct World {
@@ -187,6 +196,29 @@ impl World {
                 assert_eq!(killed.how(), (None, Some(9)), "{}", describe(&killed));
                 run(self.command(&args), prompt.as_slice())
             }
+            Fault::KilledThenOther => {
+                let killed = self.signalled(&args, &prompt, Signal::SIGKILL);
+                assert_eq!(killed.how(), (None, Some(9)), "{}", describe(&killed));
+                let before = self.server.main_requests().len();
+                let other = run(self.command(&args), self.prompt(b"message 4").as_slice());
+                let after = self.server.main_requests();
+                assert_eq!(
+                    after.len(),
+                    before + 1,
+                    "{:?}: one request for the new message, none more for the killed one",
+                    self.way
+                );
+                let seen = after.last().unwrap().user_texts().join("\n");
+                assert!(
+                    !seen.contains("message 3") && seen.contains("message 4"),
+                    "{:?}: the model saw the killed message: {seen}",
+                    self.way
+                );
+                other
+            }
+            Fault::Sigquit => self.signalled(&args, &prompt, Signal::SIGQUIT),
+            Fault::Sigusr1 => self.signalled(&args, &prompt, Signal::SIGUSR1),
+            Fault::Sigusr2 => self.signalled(&args, &prompt, Signal::SIGUSR2),
             _ => run(self.command(&args), prompt.as_slice()),
         }
     }
@@ -366,4 +398,8 @@ matrix! {
     sigint: Fault::Sigint;
     sigterm: Fault::Sigterm;
     killed_then_retried: Fault::KilledThenRetried;
+    killed_then_another_message: Fault::KilledThenOther;
+    sigquit: Fault::Sigquit;
+    sigusr1: Fault::Sigusr1;
+    sigusr2: Fault::Sigusr2;
 }
