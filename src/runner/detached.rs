@@ -79,7 +79,7 @@ impl Settings {
                 // SAFETY: getrlimit writes into `lim`, which lives here.
                 #[allow(clippy::useless_conversion)]
                 let ok = unsafe { nix::libc::getrlimit(r as _, &mut lim) } == 0;
-                ok.then(|| (r, lim.rlim_cur as u64, lim.rlim_max as u64))
+                ok.then_some((r, lim.rlim_cur, lim.rlim_max))
             })
             .collect();
         Settings {
@@ -194,7 +194,7 @@ fn close_on_exec_from(first: i32) {
     };
     // SAFETY: getrlimit writes into `lim`.
     let top = match unsafe { nix::libc::getrlimit(nix::libc::RLIMIT_NOFILE, &mut lim) } {
-        0 => (lim.rlim_cur as u64).min(1 << 20) as i32,
+        0 => lim.rlim_cur.min(1 << 20) as i32,
         _ => 1 << 16,
     };
     for fd in first..top {

@@ -210,8 +210,12 @@ pub fn start(
         cmd.pre_exec(move || {
             signals::reset_for_child()?;
             // The child dies with the shim, even by SIGKILL (where the
-            // platform can say so; elsewhere when its pipes close).
-            crate::platform::die_with_parent(Signal::SIGTERM, parent, portable)?;
+            // platform can say so; elsewhere when its pipes close). The shim
+            // dies first only when killed outright (its other signals reach
+            // the child and it waits): as the caller's kill would have
+            // ended the CLI directly — at once. A SIGTERM would let the CLI
+            // go on to make its request, billed for a caller who is gone.
+            crate::platform::die_with_parent(Signal::SIGKILL, parent, portable)?;
             Ok(())
         });
     }

@@ -536,3 +536,95 @@ fn a_new_shell_alias_keeps_the_live_cli_from_the_next_turn() {
     assert_eq!(last_engine(&sb), "live", "{:?}", engines(&sb));
     stop_keeper(&sb);
 }
+
+/// The pid of `session`'s live CLI, as `warm status` lists it (also while it is
+/// being ended).
+fn live_cli_of(sb: &Sandbox, session: &str) -> Option<i32> {
+    let out = run(sb.cli(&["warm", "status", "--json"]), Input::Null);
+    let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+    v["keeper"]["live"]
+        .as_array()?
+        .iter()
+        .find(|l| l["session"] == session)
+        .and_then(|l| l["pid"].as_i64())
+        .map(|p| p as i32)
+}
+
+/// A streaming caller's timeout SIGKILLs its `claude` after the first output byte
+/// of a warm turn (the init line), while the request is in flight. Without the
+/// shim the CLI dies with it. Through the shim the live CLI must too: no request
+/// is made for the killed turn after that, the session keeps no trace of the
+/// killed message, and the caller's next, different message reaches the model
+/// without it.
+#[test]
+fn a_warm_turn_killed_at_its_first_byte_leaves_no_trace() {
+    use std::io::{Read, Write};
+    let server = ApiServer::start();
+    let sb = sandbox(&server, true);
+    // Positional prompt, stream-json output.
+    let mut chat = Chat::new(Client::LangChain);
+    // (A bare first message is a one-shot: its next turn starts the live CLI.)
+    for k in 1..=3 {
+        turn(&sb, &mut chat, &format!("message {k}"));
+    }
+    assert_eq!(last_engine(&sb), "warm");
+    let session = run_rows(&sb.shim_home).pop().unwrap().session.unwrap();
+    let served = live_cli_of(&sb, &session).expect("the conversation's live CLI");
+    server.set_latency(Duration::from_secs(3));
+    let mut cmd = sb.shimmed(crate::support::NO_ARGS);
+    let input = chat.prepare(&mut cmd, "message 4 (killed)");
+    let stdin = match input {
+        Input::Bytes(_) => std::process::Stdio::piped(),
+        Input::Null => std::process::Stdio::null(),
+    };
+    cmd.stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    if let Input::Bytes(b) = input {
+        child.stdin.take().unwrap().write_all(&b).unwrap();
+    }
+    let mut first = [0u8; 1];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed_at = server.main_requests().len();
+    // The live CLI that served the turn dies with its caller, before the
+    // answer it asked for (3 s away) could come.
+    let alive = || std::path::Path::new(&format!("/proc/{served}")).exists();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while alive() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(), "the live CLI of the killed turn still runs");
+    server.set_latency(Duration::ZERO);
+    turn(&sb, &mut chat, "message 5");
+    let requests = server.main_requests();
+    // At most one for the killed turn, if it was already on its way at the
+    // kill (as it may be without the shim), and the new message's.
+    assert!(
+        requests.len() <= killed_at + 2,
+        "no request for the killed turn after the kill: {} then {}",
+        killed_at,
+        requests.len()
+    );
+    let seen = requests.last().unwrap().user_texts().join("\n");
+    assert!(
+        !seen.contains("killed") && seen.contains("message 5"),
+        "the model saw the killed message: {seen}"
+    );
+    for f in sb.session_files() {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !text.contains("message 4 (killed)"),
+            "{} keeps the killed message",
+            f.display()
+        );
+    }
+    stop_keeper(&sb);
+}

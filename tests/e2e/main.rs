@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod cli_env;
 mod clients;
 mod compaction;
 mod r#continue;
