@@ -47,12 +47,25 @@ pub struct Own {
     pub base: Option<Base>,
 }
 
+/// The running totals a resume of the session file `path` starts from (its
+/// last `cost-state` record; zero when it has none). `None`: the file cannot
+/// be read.
+pub fn saved(path: &std::path::Path) -> Option<Base> {
+    std::fs::metadata(path).ok()?;
+    Some(
+        crate::sessions::from_tail(path, |line| {
+            memchr::memmem::find(line, b"\"cost-state\"")?;
+            Base::of_record(&serde_json::from_slice(line).ok()?)
+        })
+        .unwrap_or_default(),
+    )
+}
+
 impl Own {
     /// For a run that resumes `session` (its file under `config_dir`).
     pub fn resuming(config_dir: &std::path::Path, session: &str) -> Own {
         Own {
-            base: crate::sessions::find(config_dir, session)
-                .and_then(|f| crate::sessions::saved_cost(&f)),
+            base: crate::sessions::find(config_dir, session).and_then(|f| saved(&f)),
         }
     }
 

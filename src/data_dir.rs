@@ -53,7 +53,7 @@ impl Refused {
                 // A code span: `doctor` wraps its fixes but never inside one.
                 format!(
                     "`chmod 700 {}`",
-                    crate::cli::quote::posix(&p.to_string_lossy())
+                    crate::text::quote::posix(&p.to_string_lossy())
                 )
             }
             Refused::NotOurs { .. } | Refused::UnsafeAbove { .. } | Refused::NotADir(_) => {

@@ -321,7 +321,7 @@ pub fn portable_platform() -> bool {
 
 /// A span like `90s`, `30m`, `24h`, `7d`, `2w`.
 pub fn span(text: &str) -> Option<std::time::Duration> {
-    crate::cli::duration::parse(text).ok()
+    crate::text::duration::parse(text).ok()
 }
 
 /// The data directory: `CLAUDE_SHIM_HOME`, else `$XDG_DATA_HOME/claude-shim`,

@@ -12,10 +12,23 @@
 //!   message), for routing and for grouping turns in reports.
 
 use crate::argv::ParsedArgs;
-use crate::dialect::{Role, Turn};
 use crate::observe::Observation;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+
+/// Who said a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One turn of a conversation, as a dialect reads it from a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    pub role: Role,
+    pub text: String,
+}
 
 macro_rules! hash_type {
     ($(#[$doc:meta])* $name:ident) => {

@@ -3,7 +3,8 @@
 
 use crate::guard::{self, Verdict};
 use crate::invocation::{self, Class, Policy};
-use crate::{debug, env, locate, passthrough, turn};
+use crate::runner::exec::exec_or_die;
+use crate::{debug, env, locate, turn};
 use std::ffi::OsString;
 use std::path::Path;
 
@@ -43,20 +44,4 @@ pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
         }
         Class::Managed(managed) => turn::run(&real, args, managed, &guard),
     }
-}
-
-/// exec the real binary; if even that fails, say so the way a shell would.
-pub fn exec_or_die(real: &Path, args: &[OsString], guard: &str) -> ! {
-    cannot_run(real, &passthrough::exec(real, args, guard))
-}
-
-/// The real binary could not be started (exec or spawn): report it and exit
-/// as a shell would, 127 when it is not there, 126 when it cannot run.
-pub fn cannot_run(real: &Path, err: &std::io::Error) -> ! {
-    eprintln!("claude-shim: cannot run {}: {err}", real.display());
-    std::process::exit(if err.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
-    })
 }

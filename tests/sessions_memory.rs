@@ -3,7 +3,7 @@
 //! global allocator), not timed. Its own binary: the allocator counts everything
 //! the process does.
 
-use claude_shim::sessions::list::{gather, Which};
+use claude_shim::cli::session_list::{gather, Which};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,8 +3,13 @@
 
 mod chart;
 mod completions;
+/// `claude-shim explain`: a dry run of one turn.
+mod explain;
+/// The sessions `sessions` lists: Claude Code's, with what the shim knows.
+pub mod session_list;
+// Text helpers of the leaf layer, as `super::duration` and `super::quote` here.
+pub(crate) use crate::text::{duration, quote};
 pub mod doctor;
-pub(crate) mod duration;
 mod forget;
 mod gc;
 pub(crate) mod human;
@@ -15,7 +20,6 @@ mod log;
 pub mod origin;
 mod output;
 mod pins;
-pub(crate) mod quote;
 pub mod rc;
 pub mod route_key;
 mod sessions;
@@ -110,7 +114,7 @@ pub struct Explain {
 
 impl Run for Explain {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
-        crate::explain::run(self.file.as_deref(), self.args.clone(), self.json, out)
+        explain::run(self.file.as_deref(), self.args.clone(), self.json, out)
     }
 }
 

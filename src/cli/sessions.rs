@@ -2,8 +2,8 @@
 //! project), whoever made it, with what the shim knows of it: running ones
 //! first, then the newest. A table that fits the terminal, or `--json`.
 
+use super::session_list::{self as list, Session, Which};
 use super::{duration, human, style, style::Style, Run};
-use crate::sessions::list::{self, Session, Which};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write;

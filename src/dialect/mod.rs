@@ -9,18 +9,8 @@ mod labels;
 mod markdown;
 mod xml;
 
-/// Who said a turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    User,
-    Assistant,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Turn {
-    pub role: Role,
-    pub text: String,
-}
+// A turn is what a chain is made of: defined with the chain.
+pub use crate::identity::{Role, Turn};
 
 /// A prompt, understood: instructions, earlier turns (alternating, starting
 /// with the user), the new user message, and a trailing cue if any.

@@ -16,8 +16,9 @@
 
 pub mod transcript;
 
-use crate::turn::lookup::Place;
+use crate::store::Store;
 use crate::{debug, error};
+use std::path::Path;
 use transcript::{Expect, Hydrated, Uploaded};
 
 /// Before lookup reads a pinned session's file: make this host's copy the
@@ -25,22 +26,22 @@ use transcript::{Expect, Hydrated, Uploaded};
 /// lease, so the copy may be replaced and a live process of the session
 /// here is ended first (its closing records would land after another
 /// host's turn). `false`: the session must not be resumed from here.
-pub fn bring_here(place: &Place, session: &str, at: Option<&str>, leased: bool) -> bool {
+/// `release` ends that live process (the caller's, a layer up).
+pub fn bring_here(
+    store: &Store,
+    here: (&Path, &str),
+    session: &str,
+    at: Option<&str>,
+    leased: bool,
+    release: impl FnOnce(),
+) -> bool {
+    let (config_dir, cwd) = here;
     let expect = match (at, leased) {
         (Some(uuid), true) => Expect::Head(uuid),
         (Some(uuid), false) => Expect::Contains(uuid),
         (None, _) => Expect::Nothing,
     };
-    let store = place.store.lock();
-    let hydrated = transcript::hydrate(
-        &store,
-        &place.config_dir,
-        &place.cwd,
-        session,
-        expect,
-        leased,
-        || crate::turn::warm::release(session),
-    );
+    let hydrated = transcript::hydrate(store, config_dir, cwd, session, expect, leased, release);
     match hydrated {
         Ok(Hydrated::Here) | Ok(Hydrated::NotStored) => true,
         Ok(Hydrated::Written { bytes }) => {
@@ -60,12 +61,11 @@ pub fn bring_here(place: &Place, session: &str, at: Option<&str>, leased: bool) 
 
 /// After a run that wrote `session` here: upload what it added, before the
 /// turn lets go of the lease (the next turn, on any host, waits for that).
-pub fn after_run(place: &Place, session: &str) {
-    let store = place.store.lock();
+pub fn after_run(store: &Store, config_dir: &Path, session: &str) {
     if !store.is_shared() || session.is_empty() {
         return;
     }
-    match transcript::upload(&store, &place.config_dir, session) {
+    match transcript::upload(store, config_dir, session) {
         Ok(Uploaded::Bytes(n)) => debug!("fleet: uploaded {n} bytes of {session}"),
         Ok(Uploaded::Nothing) => {}
         Err(e) => error!(

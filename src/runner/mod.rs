@@ -2,6 +2,10 @@
 //! report how it ended.
 
 pub mod detached;
+/// exec the real binary (pass-through), or say why it cannot run.
+pub mod exec;
+/// The CLI's stream-json rendered as the caller's format asked.
+pub mod render;
 pub mod signals;
 pub mod tee;
 
@@ -82,7 +86,7 @@ pub struct Spec {
     /// Variables added to the child's environment.
     pub env: Vec<(String, String)>,
     /// The child speaks stream-json; the caller gets `output` as a cold run
-    /// would print it (see `warm::render`).
+    /// would print it (see `runner::render`).
     pub render: bool,
     /// The result's cost figures are made the call's own (a session the
     /// shim resumed; see `cost`).
@@ -253,7 +257,7 @@ pub fn start(
         let (observed, render) = match spec.render {
             true => (
                 OutputFormat::StreamJson,
-                Some(crate::warm::render::Render::new(spec.output)),
+                Some(crate::runner::render::Render::new(spec.output)),
             ),
             false => (spec.output, None),
         };

@@ -127,7 +127,7 @@ pub struct Tap {
     pub pid: i32,
     pub proof: super::Proof,
     /// Stream-json in, the caller's format out (line by line).
-    pub render: Option<crate::warm::render::Render>,
+    pub render: Option<crate::runner::render::Render>,
     /// Results get the call's own cost figures (json and stream-json: whole
     /// lines are passed, each as soon as it is complete).
     pub own_cost: Option<crate::cost::Own>,
@@ -310,7 +310,7 @@ fn rendered(
     to: Stream,
     hold: SharedHold,
     mut tap: Tap,
-    mut render: crate::warm::render::Render,
+    mut render: crate::runner::render::Render,
 ) -> Option<Observer> {
     let mut buf = vec![0u8; CHUNK];
     let mut partial: Vec<u8> = Vec::new();

@@ -1,7 +1,6 @@
 //! Claude Code's session files: `<config>/projects/<slug>/<id>.jsonl`.
 //! Found by id under any project dir rather than by rebuilding the slug.
 
-pub mod list;
 pub mod scan;
 
 use crate::events::Usage;
@@ -111,7 +110,7 @@ fn starts_turn(line: &[u8]) -> bool {
 
 /// The last record in the file's tail that `pick` accepts: a small tail
 /// first (what we look for is near the end), more only if needed.
-fn from_tail<T>(path: &Path, pick: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
+pub fn from_tail<T>(path: &Path, pick: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
     for tail in [64 << 10, 1 << 20, 4 << 20] {
@@ -166,20 +165,6 @@ pub fn has_assistant_uuid(bytes: &[u8], uuid: &str) -> bool {
 pub fn saved_total_cost(path: &Path) -> Option<f64> {
     std::fs::metadata(path).ok()?;
     Some(from_tail(path, cost_state).unwrap_or(0.0))
-}
-
-/// The running totals a resume of the session starts from (its last
-/// `cost-state` record; zero when it has none). `None`: the file cannot be
-/// read.
-pub fn saved_cost(path: &Path) -> Option<crate::cost::Base> {
-    std::fs::metadata(path).ok()?;
-    Some(
-        from_tail(path, |line| {
-            memchr::memmem::find(line, b"\"cost-state\"")?;
-            crate::cost::Base::of_record(&serde_json::from_slice(line).ok()?)
-        })
-        .unwrap_or_default(),
-    )
 }
 
 fn cost_state(line: &[u8]) -> Option<f64> {

@@ -120,8 +120,11 @@ impl Store {
     /// The configured store, for a turn: the SQLite file in the data dir
     /// (lock waits bounded by [`HOT_PATH_BUDGET`] for the whole process),
     /// or the shared store (every call together bounded by
-    /// [`postgres::TURN_BUDGET`]).
-    pub fn open_default() -> Result<Store> {
+    /// [`postgres::TURN_BUDGET`]). `readied`: a connection to the shared
+    /// store made ready ahead (the keeper's, a layer up), if one is.
+    pub fn open_default(
+        readied: impl FnOnce(&DataDir, &str) -> Option<postgres::handoff::Handed>,
+    ) -> Result<Store> {
         let dir = DataDir::open()?;
         match backend::Location::configured(&dir)? {
             backend::Location::Sqlite => Self::open_at(&dir, true),
@@ -129,7 +132,7 @@ impl Store {
                 // What only this host knows (the binary's capabilities, the
                 // schema seen up to date) is kept in the data dir too.
                 let marked = || postgres::Schema::Marked(postgres::schema::marker(&dir, &url));
-                let readied = crate::warm::client::store_connection(&dir, &url);
+                let readied = readied(&dir, &url);
                 let adopted = readied.and_then(|r| {
                     postgres::Pg::adopt(&url, r, marked())
                         .map_err(|e| crate::debug!("store: the readied connection failed ({e:#})"))

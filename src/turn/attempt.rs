@@ -26,7 +26,7 @@ pub struct Attempt {
     /// Variables added to the CLI's environment.
     pub env: Vec<(String, String)>,
     /// The CLI speaks stream-json; the caller gets its own format (see
-    /// `warm::render`).
+    /// `runner::render`).
     pub render: bool,
     /// The session whose running totals the CLI restores, when the shim
     /// chose to resume it: the caller gets its call's own cost (see `cost`).

@@ -111,7 +111,7 @@ pub(super) fn run(
         Some(late.clone() as Arc<dyn Watch>),
     ) {
         Ok(a) => a,
-        Err(e) => crate::shim::cannot_run(ctx.real, &e),
+        Err(e) => crate::runner::exec::cannot_run(ctx.real, &e),
     };
     let mut stdin = a.take_stdin();
     write(&mut stdin, &before[..complete]);
@@ -491,7 +491,7 @@ impl Launch for Handshake {
         };
         debug!("handshake: resuming in a second CLI");
         let finished = runner::run(spec, &ctx.child, Some(tandem.clone() as Arc<dyn Watch>))
-            .unwrap_or_else(|e| crate::shim::cannot_run(ctx.real, &e));
+            .unwrap_or_else(|e| crate::runner::exec::cannot_run(ctx.real, &e));
         // A back, unless B proved itself and ended it.
         self.a = a.lock().unwrap_or_else(|p| p.into_inner()).take();
         finished

@@ -44,7 +44,7 @@ pub struct Place {
 impl Place {
     pub fn here() -> Result<Place> {
         Ok(Place {
-            store: SharedStore::new(Store::open_default()?),
+            store: SharedStore::new(Store::open_default(crate::warm::client::store_connection)?),
             config_dir: env::claude_config_dir().context("no Claude config dir (HOME unset)")?,
             cwd: std::env::current_dir()?
                 .canonicalize()?
@@ -209,7 +209,14 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
             tried => tried,
         };
         let leased = lease == Some(Lease::Taken);
-        here = crate::fleet::bring_here(place, &pin.session, at, leased);
+        here = crate::fleet::bring_here(
+            &place.store.lock(),
+            (&place.config_dir, &place.cwd),
+            &pin.session,
+            at,
+            leased,
+            || super::warm::release(&pin.session),
+        );
     }
     let file = sessions::find(&place.config_dir, &pin.session).filter(|_| here);
     // The node is the head only if both we and the file agree: someone may

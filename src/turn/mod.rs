@@ -73,7 +73,7 @@ impl Ctx<'_> {
             own_cost: self.own_cost(a),
         };
         runner::run(spec, &self.child, watch)
-            .unwrap_or_else(|e| crate::shim::cannot_run(self.real, &e))
+            .unwrap_or_else(|e| crate::runner::exec::cannot_run(self.real, &e))
     }
 }
 
@@ -157,13 +157,13 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
     // call runs as without the shim, and `doctor` says why.
     if let Err(why) = crate::data_dir::DataDir::open() {
         debug!("data directory refused ({why}); passing through");
-        crate::shim::exec_or_die(real, &args, guard);
+        crate::runner::exec::exec_or_die(real, &args, guard);
     }
     runner::signals::ignore_file_size_limit();
     let child = ChildPid::default();
     if let Err(e) = runner::prepare_signals(&child) {
         error!("signal setup failed ({e}); passing through");
-        crate::shim::exec_or_die(real, &args, guard);
+        crate::runner::exec::exec_or_die(real, &args, guard);
     }
     // A caller that turned persistence off gets a session the shim owns:
     // its runs go without the flag (see `Ownership::Ephemeral`).
@@ -185,7 +185,7 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         Ok(p) => p,
         Err(e) => {
             error!("reading the prompt failed ({e}); passing through");
-            crate::shim::exec_or_die(real, &args, guard);
+            crate::runner::exec::exec_or_die(real, &args, guard);
         }
     };
     let managed = Managed {
@@ -636,7 +636,11 @@ fn execute(
         .unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
     // A fleet: what the run added to its session travels, before the lease goes.
     if succeeded || matches!(kind, Kind::Resumed) {
-        crate::fleet::after_run(&place, plan.target_session());
+        crate::fleet::after_run(
+            &place.store.lock(),
+            &place.config_dir,
+            plan.target_session(),
+        );
     }
     recorder.finish();
     sweep_ephemeral(&place);
@@ -769,7 +773,7 @@ pub fn unchanged(
     };
     // Store trouble is why some of these ran unchanged: never fail on it.
     if reason.code != "store-unavailable" {
-        let logged = Store::open_default().and_then(|s| {
+        let logged = Store::open_default(crate::warm::client::store_connection).and_then(|s| {
             s.log_run(&run)?;
             s.flush();
             Ok(())

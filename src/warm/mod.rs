@@ -10,7 +10,6 @@ pub mod client;
 pub mod fingerprint;
 pub mod keeper;
 pub mod protocol;
-pub mod render;
 pub mod store_pool;
 pub mod unresponsive;
 

@@ -14,6 +14,7 @@ mod dialect_props;
 mod faults;
 mod fleet_store;
 mod hostile;
+mod layers;
 mod load;
 mod panic;
 mod passthrough_exec;

@@ -46,7 +46,7 @@ fn code(cmd: &str) -> String {
 }
 
 fn quoted(path: &Path) -> String {
-    crate::cli::quote::posix(&path.to_string_lossy())
+    crate::text::quote::posix(&path.to_string_lossy())
 }
 
 /// Wherever doctor runs from: the full path, not the cwd's `shim.db`.

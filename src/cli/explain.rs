@@ -36,7 +36,7 @@ pub fn run(
         serde_json::to_writer_pretty(&mut *out, &report)?;
         writeln!(out)?;
     } else {
-        let width = crate::cli::style::terminal_width();
+        let width = super::style::terminal_width();
         out.write_all(human(&report, width).as_bytes())?;
     }
     Ok(())
@@ -476,7 +476,7 @@ fn human(r: &Report, width: Option<usize>) -> String {
         };
         out.push_str(&format!("plan:      {what}\n"));
         let why = format!("{} ({})", plan.why.text, plan.why.code);
-        for l in crate::cli::human::hanging("why:       ", &why, width) {
+        for l in super::human::hanging("why:       ", &why, width) {
             out.push_str(&l);
             out.push('\n');
         }
@@ -493,7 +493,7 @@ fn human(r: &Report, width: Option<usize>) -> String {
 /// argv as a person would type it (quoted where needed).
 fn shell_words(args: &[String]) -> String {
     args.iter()
-        .map(|a| crate::cli::quote::posix(a))
+        .map(|a| crate::text::quote::posix(a))
         .collect::<Vec<_>>()
         .join(" ")
 }

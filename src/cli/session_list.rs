@@ -6,7 +6,7 @@
 //! Gathering reads the file system and the store; [`merge`] and [`sort`] are
 //! pure.
 
-use super::scan::Scan;
+use crate::sessions::scan::Scan;
 use crate::store::listing::ShimSession;
 use crate::warm::protocol::Live;
 use serde::{Deserialize, Serialize};
@@ -136,7 +136,7 @@ pub fn files_in(dir: &Path) -> Vec<(String, PathBuf, std::fs::Metadata)> {
                 .strip_suffix(".jsonl")?
                 .to_owned();
             let meta = e.metadata().ok().filter(|m| m.is_file())?;
-            super::valid_id(&id).then_some((id, path, meta))
+            crate::sessions::valid_id(&id).then_some((id, path, meta))
         })
         .collect()
 }
