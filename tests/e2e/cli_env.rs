@@ -8,7 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use claude_shim::cli_env::{class_of, names_read_by};
+use crate::support::bundle::names_read_by;
+use claude_shim::cli_env::class_of;
 
 /// A bundle at least this large is the CLI itself (a native binary is
 /// hundreds of MiB, a 1.x `cli.js` about 10); anything smaller is npm's

@@ -8,6 +8,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod api;
+pub mod bundle;
 pub mod cli;
 pub mod clients;
 pub mod dist;
