@@ -21,6 +21,7 @@ pub mod initialize;
 pub mod lookup;
 pub mod plan;
 pub mod record;
+mod relay;
 pub mod understand;
 pub mod warm;
 pub mod why;
