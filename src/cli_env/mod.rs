@@ -150,7 +150,7 @@ mod tests {
         assert_eq!(class_of("DISABLE_TELEMETRY"), Some(Inert));
         assert_eq!(class_of("HTTP_PROXY"), Some(Inert));
         assert_eq!(class_of("HOME"), Some(Inert));
-        assert_eq!(class_of("CLAUDE_SHIM_NOT_READ_BY_CLAUDE"), None);
+        assert_eq!(class_of("NOT_A_VARIABLE_CLAUDE_READS"), None);
         assert_eq!(class_of(""), None);
     }
 }

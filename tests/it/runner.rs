@@ -696,3 +696,72 @@ fn stream_json_input_ending_before_a_user_message() {
     assert_eq!(direct.stdout, input.as_bytes());
     assert_same(&shim, &direct);
 }
+
+// ---- processes that outlive a call (`runner::detached`) ----------------------------
+
+mod detached {
+    use claude_shim::runner::detached::{confine, Role, Settings};
+    use std::os::fd::AsRawFd;
+    use std::process::Command;
+
+    /// The descriptors a child holds, as `ls /proc/self/fd` sees them (the
+    /// listing's own directory fd aside).
+    fn child_fds(cmd: &mut Command) -> Vec<String> {
+        let out = cmd.output().unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn only_stdio_reaches_a_confined_child() {
+        // An inheritable pipe, as bash's process substitution hands down.
+        let (r, w) = nix::unistd::pipe().unwrap();
+        for fd in [&r, &w] {
+            nix::fcntl::fcntl(
+                fd.as_raw_fd(),
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+            )
+            .unwrap();
+        }
+        let script = "for f in /proc/$$/fd/*; do echo ${f##*/}; done";
+        let mut plain = Command::new("sh");
+        plain.args(["-c", script]);
+        let leaked = child_fds(&mut plain);
+        assert!(leaked.contains(&r.as_raw_fd().to_string()), "{leaked:?}");
+        let mut confined = Command::new("sh");
+        confined.args(["-c", script]);
+        confine(&mut confined, Role::Cli(Settings::of_this_process()));
+        let fds = child_fds(&mut confined);
+        // 0-2, and the directory sh lists from (its own, not inherited).
+        assert!(
+            !fds.contains(&r.as_raw_fd().to_string()) && !fds.contains(&w.as_raw_fd().to_string()),
+            "{fds:?}"
+        );
+        assert!(
+            fds.iter().all(|f| f.parse::<i32>().unwrap() <= 3),
+            "{fds:?}"
+        );
+    }
+
+    #[test]
+    fn a_confined_child_gets_the_callers_umask_and_limits() {
+        let mut s = Settings::of_this_process();
+        s.umask = 0o027;
+        for l in &mut s.limits {
+            if l.0 == nix::libc::RLIMIT_FSIZE as i32 {
+                l.1 = 4096.min(l.2);
+            }
+        }
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "umask; ulimit -f"]);
+        confine(&mut cmd, Role::Cli(s));
+        let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "0027");
+        // ulimit -f counts 512-byte blocks.
+        assert_eq!(lines[1], "8");
+    }
+}

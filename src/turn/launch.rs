@@ -1,0 +1,116 @@
+//! How a turn's runs start — a new CLI per run ([`Cold`]), a live CLI (see
+//! `super::warm`), or the CLI that already answered an Agent SDK caller
+//! (see `super::handshake`) — and what every run starts with ([`Ctx`]).
+
+use super::attempt::Attempt;
+use super::plan::{How, Plan};
+use super::warm;
+use crate::env;
+use crate::invocation::Managed;
+use crate::runner::{self, signals::ChildPid, Finished, Spec, Watch};
+use std::path::Path;
+use std::sync::Arc;
+
+/// What the turn runs with, whatever its plan.
+pub struct Ctx<'a> {
+    pub(super) real: &'a Path,
+    pub(super) guard: &'a str,
+    pub(super) child: ChildPid,
+    pub(super) managed: &'a Managed,
+    /// Answers the caller already had (the shim gave them): every run's
+    /// are dropped (see `handshake`).
+    pub(super) answered: std::sync::OnceLock<runner::tee::Answers>,
+}
+
+impl Ctx<'_> {
+    pub(super) fn spawn(&self, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+        let spec = Spec {
+            program: self.real.to_path_buf(),
+            args: a.args.clone(),
+            stdin: a.stdin.clone(),
+            output: self.managed.output,
+            hold: a.hold,
+            guard: self.guard.to_owned(),
+            answers: self.answered.get().cloned().unwrap_or_default(),
+            proof: a.proof,
+            env: a.env.clone(),
+            render: a.render,
+            own_cost: self.own_cost(a),
+        };
+        runner::run(spec, &self.child, watch)
+            .unwrap_or_else(|e| crate::runner::exec::cannot_run(self.real, &e))
+    }
+}
+
+impl Ctx<'_> {
+    /// What the caller's result should say of the cost, for attempt `a`.
+    pub(super) fn own_cost(&self, a: &Attempt) -> Option<crate::cost::Own> {
+        let session = a.own_cost.as_deref()?;
+        let config = env::claude_config_dir()?;
+        Some(crate::cost::Own::resuming(&config, session))
+    }
+}
+
+/// How a turn's runs start: a new CLI per run ([`Cold`]), or through a CLI
+/// that already answered an Agent SDK caller ([`handshake`]).
+pub trait Launch {
+    /// The session id a fresh run gets: a new one, unless the launch has
+    /// already started a CLI with its own (the handshake).
+    fn fresh_id(&mut self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+    /// The session id of a CLI already started for a new conversation of
+    /// this scope, reserved for this turn (see `warm::keeper::READY_FOR`).
+    fn adopt(&mut self) -> Option<String> {
+        None
+    }
+    /// Between a refused attempt and the rerun.
+    fn between(&mut self, ctx: &Ctx<'_>) {
+        ctx.child.between();
+    }
+    /// How the last run ran, for the runs log: `cold`, `warm` (a live
+    /// process's next turn), `live` (a new live process), `handshake`.
+    fn engine(&self) -> &'static str {
+        "cold"
+    }
+    /// Run the planned attempt (`head`: the session's head it continues).
+    fn planned(
+        &mut self,
+        ctx: &Ctx<'_>,
+        plan: &Plan,
+        head: Option<&str>,
+        a: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished;
+    /// Run as the caller asked (its input; its argv with a fresh session's
+    /// flags in front, or untouched).
+    fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished;
+}
+
+/// Every run a new CLI process.
+pub struct Cold;
+
+impl Launch for Cold {
+    fn planned(
+        &mut self,
+        ctx: &Ctx<'_>,
+        plan: &Plan,
+        _head: Option<&str>,
+        a: &Attempt,
+        watch: Option<Arc<dyn Watch>>,
+    ) -> Finished {
+        if let Plan::Resume {
+            session,
+            how: How::InPlace,
+        } = plan
+        {
+            // A live process of this session would no longer know it.
+            warm::release(session);
+        }
+        ctx.spawn(a, watch)
+    }
+
+    fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
+        ctx.spawn(a, watch)
+    }
+}
