@@ -67,7 +67,7 @@ fn live_processes() -> Vec<crate::warm::protocol::Live> {
     let Ok(Some(dir)) = crate::data_dir::DataDir::existing() else {
         return Vec::new();
     };
-    if !crate::warm::keeper::socket(&dir).exists() {
+    if !crate::warm::socket::socket(&dir).exists() {
         return Vec::new();
     }
     crate::warm::client::Keeper::connect(&dir, false)

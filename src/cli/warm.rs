@@ -3,7 +3,7 @@
 //! the keeper). `keeper` (hidden) is the keeper itself, which shims start.
 
 use super::{duration, human, style::Style, Run};
-use crate::warm::client::{self, Keeper};
+use crate::warm::client::Keeper;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::io::Write;
@@ -334,7 +334,7 @@ pub struct KeeperCmd;
 impl Run for KeeperCmd {
     fn run(&self, _out: &mut dyn Write) -> Result<()> {
         let dir = crate::data_dir::DataDir::open()?;
-        crate::warm::keeper::serve(client::config(&dir))
+        crate::warm::keeper::serve(crate::warm::keeper::Config::from_env(&dir))
     }
 }
 

@@ -567,7 +567,7 @@ pub fn release(session: &str) {
     let Ok(Some(dir)) = DataDir::existing() else {
         return;
     };
-    if !crate::warm::keeper::socket(&dir).exists() {
+    if !crate::warm::socket::socket(&dir).exists() {
         return;
     }
     if let Some(mut k) = Keeper::connect(&dir, false) {

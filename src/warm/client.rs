@@ -3,7 +3,6 @@
 //! Anything amiss — no keeper, a slow one, another build — and the turn runs
 //! cold, as it would without warm turns.
 
-use super::keeper;
 use super::protocol::{self, Reply, Request, Status};
 use crate::data_dir::DataDir;
 use crate::store::postgres::handoff::Handed;
@@ -50,37 +49,6 @@ pub struct Lent {
     pub stderr: File,
 }
 
-/// This shim build: a keeper of another build drains (its rules may differ).
-pub fn build_id() -> String {
-    use std::os::unix::fs::MetadataExt;
-    let exe = std::env::current_exe()
-        .ok()
-        .and_then(|p| std::fs::metadata(p).ok());
-    match exe {
-        Some(m) => format!(
-            "{}-{}-{}.{}",
-            env!("CARGO_PKG_VERSION"),
-            m.size(),
-            m.mtime(),
-            m.mtime_nsec()
-        ),
-        None => env!("CARGO_PKG_VERSION").to_owned(),
-    }
-}
-
-/// The keeper's settings, from the environment of the shim that starts it.
-pub fn config(dir: &DataDir) -> keeper::Config {
-    let ttl = crate::env::warm_ttl();
-    keeper::Config {
-        dir: dir.clone(),
-        max: crate::env::warm_max().unwrap_or(keeper::DEFAULT_MAX),
-        memory: crate::env::warm_memory().unwrap_or_else(keeper::default_memory),
-        ttl,
-        linger: ttl.min(Duration::from_secs(60)),
-        build: build_id(),
-    }
-}
-
 impl Keeper {
     /// The keeper of `dir`, if one answers (with `start`, one is started
     /// when none does).
@@ -94,8 +62,10 @@ impl Keeper {
     /// every call after it, until [`wait`](Self::wait) says otherwise).
     fn connect_within(dir: &DataDir, start: bool, wait: Duration) -> Option<Keeper> {
         let mut k = Keeper::reach(dir, start, wait)?;
-        match k.call(&Request::Hello { build: build_id() }) {
-            Ok(Reply::Hello { build, .. }) if build == build_id() => Some(k),
+        match k.call(&Request::Hello {
+            build: protocol::build_id(),
+        }) {
+            Ok(Reply::Hello { build, .. }) if build == protocol::build_id() => Some(k),
             Ok(_) => {
                 crate::debug!("warm: the keeper is another build (draining)");
                 None
@@ -106,7 +76,7 @@ impl Keeper {
                     // without it (its release, a warm turn), and so do the
                     // next processes while it stays so.
                     SILENT.store(true, Ordering::Relaxed);
-                    if let Some(pid) = peer_pid(&k.stream) {
+                    if let Some(pid) = super::socket::peer_pid(&k.stream) {
                         silent::record(dir, pid);
                     }
                 }
@@ -126,7 +96,7 @@ impl Keeper {
             crate::debug!("warm: the keeper (pid {pid}) did not answer lately and still cannot");
             return None;
         }
-        let socket = keeper::socket(dir);
+        let socket = super::socket::socket(dir);
         match ours(&socket) {
             Ok(s) => Some(Keeper::new(s, wait)),
             Err(_) if start => {
@@ -267,7 +237,7 @@ impl Keeper {
     fn store(&mut self, url: &str) -> Result<Handed, String> {
         let asked = Request::Store {
             url: url.to_owned(),
-            build: build_id(),
+            build: protocol::build_id(),
         };
         match self.call_fds(&asked) {
             Ok((Reply::Store { answer, unix }, mut fds)) if fds.len() == 1 => Ok(Handed {
@@ -331,7 +301,7 @@ fn ours(path: &Path) -> std::io::Result<UnixStream> {
         return Err(std::io::ErrorKind::PermissionDenied.into());
     }
     let stream = UnixStream::connect(path)?;
-    if !keeper::same_user(&stream) {
+    if !super::socket::same_user(&stream) {
         crate::error!(
             "warm: the process listening at {} is another user's",
             path.display()
@@ -339,21 +309,6 @@ fn ours(path: &Path) -> std::io::Result<UnixStream> {
         return Err(std::io::ErrorKind::PermissionDenied.into());
     }
     Ok(stream)
-}
-
-/// The pid of the process at the other end of `stream` (the kernel's word).
-fn peer_pid(stream: &UnixStream) -> Option<i32> {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials)
-            .ok()
-            .map(|c| c.pid())
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        let _ = stream;
-        None
-    }
 }
 
 /// A keeper that did not say hello in time (stopped by a debugger, a frozen

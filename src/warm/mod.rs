@@ -10,6 +10,7 @@ pub mod client;
 pub mod fingerprint;
 pub mod keeper;
 pub mod protocol;
+pub mod socket;
 pub mod store_pool;
 pub mod unresponsive;
 
