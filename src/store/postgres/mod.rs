@@ -12,12 +12,17 @@
 //! process's connection (freed by the server when the process dies), plus
 //! the session row's holder and draining flag for the others to read.
 
+mod caps;
 pub mod handoff;
+mod leases;
 mod migrations;
 mod nss;
 mod ops;
+mod pins;
 mod report;
+mod runs;
 pub mod schema;
+mod transcripts;
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::HashSet;

@@ -1,0 +1,125 @@
+//! The runs log and the attempts of a turn: as `store::{runs, attempts}`.
+
+use super::{call, owned, Pg, Typed};
+use crate::events::Usage;
+use crate::identity::Node;
+use crate::store::attempts::{AttemptRow, Outcome};
+use crate::store::runs::Run;
+use anyhow::Result;
+
+impl Pg {
+    /// Queued (see [`Pg::defer`]): a turn logs its run after the caller has
+    /// everything, and nothing waits for the row.
+    pub fn log_run(&mut self, run: &Run<'_>, now: i64) -> Result<()> {
+        let usage: Option<Usage> = run.spent.usage.map(|(u, _)| u);
+        let n = |f: fn(&Usage) -> u64| usage.as_ref().map(|u| f(u) as i64);
+        let text = |s: Option<&str>| s.map(str::to_owned);
+        self.defer(
+            "logging the run",
+            "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
+                cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
+                why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                     $16, $17, $18, $19)",
+            vec![
+                owned(now),
+                owned(run.cwd.to_owned()),
+                owned(run.kind.as_str().to_owned()),
+                owned(run.exit),
+                owned(run.bytes_in as i64),
+                owned(run.bytes_sent as i64),
+                owned(n(|u| u.input_tokens)),
+                owned(n(|u| u.cache_creation_input_tokens)),
+                owned(n(|u| u.cache_read_input_tokens)),
+                owned(n(|u| u.output_tokens)),
+                owned(run.spent.cost_usd),
+                owned(text(run.session)),
+                owned(run.why_code.to_owned()),
+                owned(run.why.to_owned()),
+                owned(run.spent.total_cost_usd),
+                owned(text(run.spent.usage.map(|(_, from)| from.as_str()))),
+                owned(text(run.conv_key)),
+                owned(run.engine.to_owned()),
+                owned(self.host.clone()),
+            ],
+        );
+        Ok(())
+    }
+
+    pub fn run_counts(&mut self) -> Result<Vec<(String, i64)>> {
+        let rows = call!(self, "counting runs", |c| {
+            c.q(
+                "SELECT kind, COUNT(*) FROM runs GROUP BY kind ORDER BY kind",
+                &[],
+            )
+            .await
+        })?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    pub fn start_attempt(
+        &mut self,
+        node: &Node,
+        message: &str,
+        session: &str,
+        pid: i32,
+        continues: i64,
+        now: i64,
+    ) -> Result<i64> {
+        let host = self.host.clone();
+        call!(self, "recording an attempt", |c| {
+            let row = c
+                .q_one(
+                    "INSERT INTO attempts (node, message, session, pid, started_at, continues, host)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                    &[&node.as_str(), &message, &session, &pid, &now, &continues, &host],
+                )
+                .await?;
+            Ok(row.get(0))
+        })
+    }
+
+    /// Queued (see [`Pg::defer`]): sent with the turn's next statement,
+    /// the pin at its result when there is one.
+    pub fn end_attempt(&mut self, id: i64, outcome: Outcome, now: i64) -> Result<()> {
+        self.defer(
+            "ending an attempt",
+            "UPDATE attempts SET ended_at = $2, outcome = $3 WHERE id = $1",
+            vec![owned(id), owned(now), owned(outcome.as_str().to_owned())],
+        );
+        Ok(())
+    }
+
+    pub fn last_attempt(
+        &mut self,
+        node: &Node,
+        message: &str,
+        since: i64,
+    ) -> Result<Option<AttemptRow>> {
+        let row = call!(self, "reading the last attempt", |c| {
+            c.q_opt(
+                "SELECT id, session, pid, started_at, outcome, continues FROM attempts
+                 WHERE node = $1 AND message = $2 AND started_at >= $3
+                 ORDER BY id DESC LIMIT 1",
+                &[&node.as_str(), &message, &since],
+            )
+            .await
+        })?;
+        Ok(row.map(|r| AttemptRow {
+            id: r.get(0),
+            session: r.get(1),
+            pid: r.get(2),
+            started_at: r.get(3),
+            outcome: r.get::<_, Option<&str>>(4).map(Outcome::parse),
+            continues: r.get(5),
+        }))
+    }
+
+    pub fn prune_attempts(&mut self, before: i64) -> Result<usize> {
+        let n = call!(self, "pruning attempts", |c| {
+            c.x("DELETE FROM attempts WHERE started_at < $1", &[&before])
+                .await
+        })?;
+        Ok(n as usize)
+    }
+}

@@ -1,0 +1,124 @@
+//! Transcripts that travel between hosts, in chunks: as `store::transcripts`.
+
+use super::{call, Pg, Typed};
+use crate::store::transcripts::Chunk;
+use anyhow::{bail, Result};
+
+/// A session's transcript chunks, in order, without their bytes.
+pub(super) const MANIFEST: &str =
+    "SELECT start, len, sha256 FROM transcript_chunks WHERE session = $1 ORDER BY start";
+
+pub(super) fn chunk_of(r: &tokio_postgres::Row) -> Chunk {
+    Chunk {
+        start: r.get::<_, i64>(0) as u64,
+        len: r.get::<_, i64>(1) as u64,
+        sha256: r.get(2),
+    }
+}
+
+/// Rows of a transcript chunk at most this big.
+const CHUNK_MAX: usize = 1 << 20;
+
+impl Pg {
+    /// A session's transcript chunks, in order, without their bytes.
+    pub fn transcript_manifest(&mut self, session: &str) -> Result<Vec<Chunk>> {
+        if let Some(known) = self.manifests.get(session) {
+            return Ok(known.clone());
+        }
+        // Only a turn remembers (a few seconds, its session leased); the
+        // keeper and management commands live long and read afresh.
+        let remember = self.io.patience == super::Patience::Turn;
+        let rows = call!(self, "reading a transcript's chunks", |c| {
+            c.q(MANIFEST, &[&session]).await
+        })?;
+        let chunks: Vec<Chunk> = rows.iter().map(chunk_of).collect();
+        if remember {
+            self.manifests.insert(session.to_owned(), chunks.clone());
+        }
+        Ok(chunks)
+    }
+
+    /// The chunks from byte `from` on (a chunk boundary), with their bytes.
+    pub fn transcript_from(&mut self, session: &str, from: u64) -> Result<Vec<(Chunk, Vec<u8>)>> {
+        let rows = call!(self, "downloading a transcript", |c| {
+            c.q(
+                "SELECT start, len, sha256, data FROM transcript_chunks
+                 WHERE session = $1 AND start >= $2 ORDER BY start",
+                &[&session, &(from as i64)],
+            )
+            .await
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                (
+                    Chunk {
+                        start: r.get::<_, i64>(0) as u64,
+                        len: r.get::<_, i64>(1) as u64,
+                        sha256: r.get(2),
+                    },
+                    r.get(3),
+                )
+            })
+            .collect())
+    }
+
+    /// Append `data` at byte `start` of the session's transcript, which
+    /// must be where the stored one ends (else another writer came first).
+    pub fn append_transcript(
+        &mut self,
+        session: &str,
+        start: u64,
+        data: &[u8],
+        now: i64,
+    ) -> Result<()> {
+        let host = self.host.clone();
+        // One statement a chunk: inserted only where the stored transcript
+        // ends (two writers racing for the same end collide on the key).
+        let mut at = start;
+        for piece in data.chunks(CHUNK_MAX) {
+            let sha = crate::store::transcripts::sha256(piece);
+            let kept = sha.clone();
+            let host = &host;
+            let wrote = call!(self, "uploading a transcript", |c| {
+                c.x(
+                    "INSERT INTO transcript_chunks (session, start, len, sha256, data,
+                         uploaded_at, host)
+                     SELECT $1, $2, $3, $4, $5, $6, $7
+                     WHERE (SELECT COALESCE(MAX(start + len), 0) FROM transcript_chunks
+                            WHERE session = $1) = $2",
+                    &[
+                        &session,
+                        &(at as i64),
+                        &(piece.len() as i64),
+                        &sha,
+                        &piece,
+                        &now,
+                        host,
+                    ],
+                )
+                .await
+            })?;
+            if wrote == 0 {
+                self.manifests.remove(session);
+                let end = self
+                    .transcript_manifest(session)?
+                    .last()
+                    .map_or(0, Chunk::end);
+                bail!("the stored transcript of {session} ends at byte {end}, not {at}");
+            }
+            match self.manifests.get_mut(session) {
+                Some(known) if known.last().map_or(0, Chunk::end) == at => known.push(Chunk {
+                    start: at,
+                    len: piece.len() as u64,
+                    sha256: kept,
+                }),
+                _ => {
+                    self.manifests.remove(session);
+                }
+            }
+            at += piece.len() as u64;
+        }
+        Ok(())
+    }
+}
