@@ -22,7 +22,26 @@ pub struct Capabilities {
     pub resume_session_at: bool,
 }
 
+/// The newest Claude Code release this build's tests ran against (the pin of
+/// `.ci/claude-code-version`; a test keeps the two the same).
+pub const NEWEST_TESTED: &str = "2.1.330";
+
+/// `major.minor.patch` of a version word (`2.1.330`), for comparing.
+pub fn release(version: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+    let triple = (parts.next()??, parts.next()??, parts.next()??);
+    parts.next().is_none().then_some(triple)
+}
+
 impl Capabilities {
+    /// Whether this is a release newer than any this build was tested with.
+    pub fn newer_than_tested(&self) -> bool {
+        match (release(&self.version), release(NEWEST_TESTED)) {
+            (Some(v), Some(tested)) => v > tested,
+            _ => false,
+        }
+    }
+
     /// Whether the shim may plan sessions at all: it passes `--session-id`
     /// (fresh, fork), `--resume`, `--fork-session` and `--resume-session-at`.
     /// Before 1.0.124 `-p --resume S` continued under a new id, unseen in text
@@ -151,6 +170,32 @@ fn contains(path: &Path, needle: &[u8]) -> std::io::Result<bool> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_newest_tested_release_is_the_pinned_one() {
+        let pinned = include_str!("../.ci/claude-code-version");
+        assert_eq!(super::NEWEST_TESTED, pinned.trim());
+    }
+
+    #[test]
+    fn a_newer_release_than_tested_is_told_apart() {
+        let caps = |v: &str| super::Capabilities {
+            version: v.into(),
+            resume: true,
+            fork_session: true,
+            session_id: true,
+            resume_session_at: true,
+        };
+        assert!(caps("2.1.332").newer_than_tested());
+        assert!(caps("2.2.0").newer_than_tested());
+        assert!(!caps(super::NEWEST_TESTED).newer_than_tested());
+        assert!(!caps("2.1.302").newer_than_tested());
+        assert!(
+            !caps("2.1.330-beta").newer_than_tested(),
+            "unparsed: not claimed newer"
+        );
+        assert_eq!(super::release("2.1.330"), Some((2, 1, 330)));
+    }
+
     use super::*;
 
     /// `--help` of real releases (tests/fixtures/help): each lacks a flag

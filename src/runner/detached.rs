@@ -158,10 +158,12 @@ pub fn confine(cmd: &mut Command, role: Role) {
             if new_session {
                 nix::unistd::setsid()?;
             }
+            // Before the limits change: the fallback walks up to the
+            // descriptor limit we have, which the caller's may lower.
+            close_on_exec_from(3);
             if let Some(s) = &settings {
                 s.apply()?;
             }
-            close_on_exec_from(3);
             Ok(())
         });
     }

@@ -177,6 +177,24 @@ fn real_checks(f: &Facts) -> Vec<Check> {
         format!("{} ({version})", real.display()),
         None,
     )];
+    if f.capabilities
+        .as_ref()
+        .is_some_and(|c| c.newer_than_tested())
+    {
+        out.push(check(
+            "tested with",
+            Level::Warn,
+            format!(
+                "Claude Code {version} is newer than the newest release this build was tested \
+                 with ({}); it is expected to work",
+                crate::probe::NEWEST_TESTED
+            ),
+            Some(&format!(
+                "should a turn misbehave, {} runs it without the shim; please report it",
+                code("CLAUDE_SHIM_BYPASS=1")
+            )),
+        ));
+    }
     out.push(match &f.capabilities {
         None => check(
             "capabilities",
@@ -567,6 +585,16 @@ mod tests {
     fn table_of_breakage() {
         type Edit = fn(&mut Facts);
         let rows: Vec<(&str, Edit, Level, &str)> = vec![
+            (
+                "a Claude Code newer than the newest tested",
+                |f| {
+                    if let Some(c) = f.capabilities.as_mut() {
+                        c.version = "2.1.332".into();
+                    }
+                },
+                Level::Warn,
+                "tested with",
+            ),
             (
                 "real claude first while installed",
                 |f| {
