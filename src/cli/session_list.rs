@@ -8,7 +8,7 @@
 
 use crate::sessions::scan::Scan;
 use crate::store::listing::ShimSession;
-use crate::warm::protocol::Live;
+use crate::warm::protocol::{Live, LiveState};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -80,8 +80,7 @@ pub struct Running {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warm {
     pub pid: i32,
-    /// `idle` | `busy` | `stopping`
-    pub state: String,
+    pub state: LiveState,
     pub turns: u32,
 }
 
@@ -239,7 +238,7 @@ pub fn merge(
     let warm_of = |id: &str| {
         live.iter().find(|l| l.session == id).map(|l| Warm {
             pid: l.pid,
-            state: l.state.clone(),
+            state: l.state,
             turns: l.turns,
         })
     };
@@ -248,7 +247,7 @@ pub fn merge(
     let running_of = |id: &str, warm: &Option<Warm>, s: Option<&ShimSession>| {
         let idle_live = |pid: i32| {
             warm.as_ref()
-                .is_some_and(|w| w.pid == pid && w.state != "busy")
+                .is_some_and(|w| w.pid == pid && w.state != LiveState::Busy)
         };
         processes
             .get(id)
@@ -375,11 +374,11 @@ mod tests {
         }
     }
 
-    fn live(id: &str, pid: i32, state: &str) -> Live {
+    fn live(id: &str, pid: i32, state: LiveState) -> Live {
         Live {
             session: id.into(),
             pid,
-            state: state.into(),
+            state,
             turns: 3,
             cwd: "/w".into(),
             idle_secs: 0,
@@ -415,7 +414,7 @@ mod tests {
                 )
             })
             .collect();
-        let live = [live(B, 22, "idle")];
+        let live = [live(B, 22, LiveState::Idle)];
         let rows = merge(
             &Which::Dir("/w".into()),
             files,
@@ -463,7 +462,7 @@ mod tests {
             vec![file(A, 1)],
             vec![],
             &procs,
-            &[live(A, 5, "busy")],
+            &[live(A, 5, LiveState::Busy)],
             |_| true,
         );
         assert_eq!(rows[0].running, Some(Running { pid: 5 }));

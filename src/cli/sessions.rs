@@ -99,7 +99,7 @@ fn si(n: u64) -> String {
 fn state(r: &Session) -> &'static str {
     match (&r.running, &r.warm) {
         (Some(_), _) => "running",
-        (None, Some(w)) if w.state == "idle" => "warm",
+        (None, Some(w)) if w.state == crate::warm::protocol::LiveState::Idle => "warm",
         _ => "",
     }
 }

@@ -58,11 +58,9 @@ impl Run for Warm {
                     .map_err(|e| anyhow::anyhow!("{e} (see `claude-shim warm status`)"))?;
                 let pid = live.iter().find(|l| l.session == s).map(|l| l.pid);
                 k.stop(Some(s.clone()))?;
-                let still = k
-                    .status()?
-                    .live
-                    .iter()
-                    .any(|l| l.session == s && l.state != "stopping");
+                let still = k.status()?.live.iter().any(|l| {
+                    l.session == s && l.state != crate::warm::protocol::LiveState::Stopping
+                });
                 match still {
                     false => writeln!(out, "ended the live CLI of {s} (pid {})", pid.unwrap_or(0))?,
                     true => anyhow::bail!(
@@ -92,8 +90,8 @@ fn stop_all(out: &mut dyn Write) -> Result<()> {
         let s = k.status()?;
         keepers.push(s.pid as i32);
         for l in &s.live {
-            match l.state.as_str() {
-                "busy" => busy += 1,
+            match l.state {
+                crate::warm::protocol::LiveState::Busy => busy += 1,
                 _ => clis.push(l.pid),
             }
         }
@@ -347,7 +345,7 @@ mod tests {
         Live {
             session: session.into(),
             pid: 42,
-            state: "idle".into(),
+            state: crate::warm::protocol::LiveState::Idle,
             turns: 3,
             cwd: cwd.into(),
             idle_secs: 90,

@@ -586,7 +586,7 @@ mod tests {
                 spent,
                 session: Some("S"),
                 conv_key: Some("K"),
-                engine: "warm",
+                engine: crate::store::runs::Engine::Warm,
             })
             .unwrap();
         };

@@ -58,6 +58,33 @@ pub struct Spent {
     pub total_cost_usd: Option<f64>,
 }
 
+/// How a turn's last run ran (the runs log's `engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// A new CLI process for the run.
+    Cold,
+    /// A live process's next turn.
+    Warm,
+    /// A new live process, kept for the next turn.
+    Live,
+    /// A CLI started ready for a new conversation, which took it.
+    Ready,
+    /// The CLI that already answered an Agent SDK caller's `initialize`.
+    Handshake,
+}
+
+impl Engine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Cold => "cold",
+            Engine::Warm => "warm",
+            Engine::Live => "live",
+            Engine::Ready => "ready",
+            Engine::Handshake => "handshake",
+        }
+    }
+}
+
 pub struct Run<'a> {
     pub cwd: &'a str,
     pub kind: Kind,
@@ -70,8 +97,7 @@ pub struct Run<'a> {
     pub spent: Spent,
     pub session: Option<&'a str>,
     pub conv_key: Option<&'a str>,
-    /// `cold` | `warm` | `live` | `handshake` (see `turn::Launch::engine`).
-    pub engine: &'a str,
+    pub engine: Engine,
 }
 
 impl Store {
@@ -103,7 +129,7 @@ impl Store {
                 run.spent.total_cost_usd,
                 run.spent.usage.map(|(_, from)| from.as_str()),
                 run.conv_key,
-                run.engine,
+                run.engine.as_str(),
             ],
         )?;
         Ok(())
@@ -145,7 +171,7 @@ mod tests {
                 },
                 session: None,
                 conv_key: None,
-                engine: "cold",
+                engine: Engine::Cold,
             };
             s.log_run(&run).unwrap();
         }

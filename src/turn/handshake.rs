@@ -450,8 +450,8 @@ impl Launch for Handshake {
 
     fn between(&mut self, _ctx: &Ctx<'_>) {}
 
-    fn engine(&self) -> &'static str {
-        "handshake"
+    fn engine(&self) -> crate::store::runs::Engine {
+        crate::store::runs::Engine::Handshake
     }
 
     fn planned(

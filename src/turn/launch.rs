@@ -8,6 +8,7 @@ use super::warm;
 use crate::env;
 use crate::invocation::Managed;
 use crate::runner::{self, signals::ChildPid, Finished, Spec, Watch};
+use crate::store::runs::Engine;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -68,10 +69,9 @@ pub trait Launch {
     fn between(&mut self, ctx: &Ctx<'_>) {
         ctx.child.between();
     }
-    /// How the last run ran, for the runs log: `cold`, `warm` (a live
-    /// process's next turn), `live` (a new live process), `handshake`.
-    fn engine(&self) -> &'static str {
-        "cold"
+    /// How the last run ran, for the runs log.
+    fn engine(&self) -> Engine {
+        Engine::Cold
     }
     /// Run the planned attempt (`head`: the session's head it continues).
     fn planned(

@@ -12,6 +12,7 @@ use crate::data_dir::DataDir;
 use crate::prompt::Prompt;
 use crate::runner::tee;
 use crate::runner::{Exit, Finished, Watch};
+use crate::store::runs::Engine;
 use crate::warm::client::{Keeper, Lent};
 use crate::warm::protocol::{Request, Start};
 use crate::warm::{self, fingerprint};
@@ -41,7 +42,7 @@ pub struct Warm {
     start_up: fingerprint::StartUp,
     cwd: String,
     prompt: Prompt,
-    engine: &'static str,
+    engine: Engine,
     /// The session id of a ready CLI reserved for this turn.
     adopted: Option<String>,
     /// An Agent SDK caller's `initialize` (stream-json both ways).
@@ -190,7 +191,7 @@ impl Warm {
             start_up,
             cwd,
             prompt: prompt.clone(),
-            engine: "cold",
+            engine: Engine::Cold,
             adopted: None,
             sdk,
             handshake,
@@ -407,7 +408,7 @@ fn stdin_is_quiet() -> bool {
 }
 
 impl Launch for Warm {
-    fn engine(&self) -> &'static str {
+    fn engine(&self) -> Engine {
         self.engine
     }
 
@@ -419,7 +420,7 @@ impl Launch for Warm {
         a: &Attempt,
         watch: Option<Arc<dyn Watch>>,
     ) -> Finished {
-        self.engine = "cold";
+        self.engine = Engine::Cold;
         let adopted = self
             .adopted
             .take()
@@ -428,7 +429,7 @@ impl Launch for Warm {
     }
 
     fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
-        self.engine = "cold";
+        self.engine = Engine::Cold;
         Cold.as_asked(ctx, a, watch)
     }
 
@@ -550,9 +551,9 @@ impl Warm {
         match self.run(ctx, lent, plan, a, watch.clone()) {
             Some(f) => {
                 self.engine = match (fresh, adopted) {
-                    (true, true) => "ready",
-                    (true, false) => "live",
-                    (false, _) => "warm",
+                    (true, true) => Engine::Ready,
+                    (true, false) => Engine::Live,
+                    (false, _) => Engine::Warm,
                 };
                 f
             }

@@ -144,12 +144,42 @@ pub struct Status {
     pub live: Vec<Live>,
 }
 
+/// What a live CLI is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LiveState {
+    /// Started ahead of a new conversation, not reserved yet.
+    Ready,
+    /// Waiting for its conversation's next turn.
+    Idle,
+    /// Answering a turn.
+    Busy,
+    /// Its stdin closed: finishing.
+    Stopping,
+}
+
+impl LiveState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LiveState::Ready => "ready",
+            LiveState::Idle => "idle",
+            LiveState::Busy => "busy",
+            LiveState::Stopping => "stopping",
+        }
+    }
+}
+
+impl std::fmt::Display for LiveState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Live {
     pub session: String,
     pub pid: i32,
-    /// `idle` | `busy` | `stopping`
-    pub state: String,
+    pub state: LiveState,
     pub turns: u32,
     pub cwd: String,
     pub idle_secs: u64,

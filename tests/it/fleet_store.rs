@@ -246,7 +246,7 @@ fn every_query_of_the_store_runs_on_postgres() {
         spent: Spent::default(),
         session: Some(S),
         conv_key: Some("k"),
-        engine: "cold",
+        engine: claude_shim::store::runs::Engine::Cold,
     };
     s.log_run(&run).unwrap();
     assert_eq!(s.run_counts().unwrap(), [("resumed".to_string(), 1)]);

@@ -93,7 +93,7 @@ impl Pg {
             spent: Default::default(),
             session: Some(S),
             conv_key: None,
-            engine: S,
+            engine: crate::store::runs::Engine::Cold,
         };
         self.log_run(&run, 0)?;
         self.mark_draining(S)?;

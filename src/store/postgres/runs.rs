@@ -39,7 +39,7 @@ impl Pg {
                 owned(run.spent.total_cost_usd),
                 owned(text(run.spent.usage.map(|(_, from)| from.as_str()))),
                 owned(text(run.conv_key)),
-                owned(run.engine.to_owned()),
+                owned(run.engine.as_str().to_owned()),
                 owned(self.host.clone()),
             ],
         );

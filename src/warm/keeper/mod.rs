@@ -15,7 +15,7 @@
 mod entry;
 mod pool;
 
-use super::protocol::{self, Live, Reply, Request, Start, Status};
+use super::protocol::{self, Live, LiveState, Reply, Request, Start, Status};
 use super::socket::{same_user, SOCKET};
 use crate::data_dir::DataDir;
 use crate::store::pins::Lease;

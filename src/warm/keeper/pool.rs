@@ -498,12 +498,11 @@ impl Keeper {
                     session: e.session.clone(),
                     pid: e.child.id() as i32,
                     state: match e.state {
-                        State::Idle if e.ready => "ready",
-                        State::Idle => "idle",
-                        State::Lent(_) => "busy",
-                        State::Stopping { .. } => "stopping",
-                    }
-                    .into(),
+                        State::Idle if e.ready => LiveState::Ready,
+                        State::Idle => LiveState::Idle,
+                        State::Lent(_) => LiveState::Busy,
+                        State::Stopping { .. } => LiveState::Stopping,
+                    },
                     turns: e.turns,
                     cwd: e.cwd.clone(),
                     idle_secs: e.last_used.elapsed().as_secs(),

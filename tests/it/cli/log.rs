@@ -44,7 +44,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, why: (&str, &str), spent: Spent, hou
             spent,
             session: Some(SESSION),
             conv_key: Some("k1"),
-            engine: "cold",
+            engine: claude_shim::store::runs::Engine::Cold,
         })
         .unwrap();
 }

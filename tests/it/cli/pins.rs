@@ -164,7 +164,7 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
                     spent: Spent::default(),
                     session: None,
                     conv_key: None,
-                    engine: "cold",
+                    engine: claude_shim::store::runs::Engine::Cold,
                 },
                 days_ago,
             );

@@ -40,7 +40,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64
             spent: spent(if kind == Kind::Fresh { 1000 } else { 5000 }, 0.01),
             session: None,
             conv_key: None,
-            engine: "cold",
+            engine: claude_shim::store::runs::Engine::Cold,
         },
         days_ago,
     );

@@ -33,7 +33,7 @@ fn seed(s: &Sandbox, kind: Kind, spent: Spent) {
             spent,
             session: None,
             conv_key: None,
-            engine: "cold",
+            engine: claude_shim::store::runs::Engine::Cold,
         })
         .unwrap();
 }
