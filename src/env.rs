@@ -51,6 +51,9 @@ pub const STORE: &str = "CLAUDE_SHIM_STORE";
 /// `0`: turns on a shared store connect themselves (no connection readied
 /// by the keeper).
 pub const STORE_READY: &str = "CLAUDE_SHIM_STORE_READY";
+/// The descriptor a keeper says it listens on (set by the shim that starts
+/// it; not for users).
+pub const KEEPER_READY: &str = "CLAUDE_SHIM_KEEPER_READY";
 /// An opaque tenant value a multi-user server sets per end user: part of
 /// what identifies a conversation (two scopes never share a session).
 pub const SCOPE: &str = "CLAUDE_SHIM_SCOPE";
@@ -60,6 +63,10 @@ pub const TEST_PANIC: &str = "CLAUDE_SHIM_TEST_PANIC";
 
 /// All variables with a one-line description, for `--help` and the README.
 pub const ALL: &[(&str, &str)] = &[
+    (
+        KEEPER_READY,
+        "set by the shim for the keeper it starts (the descriptor it says it is ready on); not for users to set",
+    ),
     (
         SCOPE,
         "tenant: an opaque value a multi-user server sets per end user; calls of different scopes never share a session",
@@ -169,9 +176,10 @@ pub fn bypass() -> bool {
     flag(BYPASS)
 }
 
-/// The tenant (`CLAUDE_SHIM_SCOPE`), as set.
-pub fn scope() -> Option<OsString> {
-    var_os(SCOPE)
+/// The keeper's ready pipe (see [`KEEPER_READY`]): a descriptor above 2.
+pub fn keeper_ready() -> Option<i32> {
+    let fd: i32 = std::env::var(KEEPER_READY).ok()?.trim().parse().ok()?;
+    (fd > 2).then_some(fd)
 }
 
 pub fn fresh() -> bool {

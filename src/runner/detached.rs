@@ -133,10 +133,17 @@ fn nice() -> Option<i32> {
     (n != -1 || nix::errno::Errno::last_raw() == 0).then_some(n)
 }
 
+/// The descriptor a starting keeper finds its ready pipe on (see
+/// `Role::Keeper`).
+pub const READY_FD: i32 = 3;
+
 /// How a process that outlives the call starts.
 pub enum Role {
-    /// The keeper: in a session of its own (no terminal's signals reach it).
-    Keeper,
+    /// The keeper: in a session of its own (no terminal's signals reach it),
+    /// with the write end `ready` of a pipe as fd [`READY_FD`]: it writes
+    /// there once it listens, so the shim that started it waits for that
+    /// instead of polling for the socket.
+    Keeper { ready: std::os::fd::RawFd },
     /// A live or ready CLI: with its caller's `Settings` (it ends once the
     /// keeper is gone: its stdin closes).
     Cli(Settings),
@@ -145,22 +152,30 @@ pub enum Role {
 /// Spawn rules for a process that outlives the call (see module docs): only
 /// fds 0–2 reach it, its signals are reset, and as its [`Role`] says.
 pub fn confine(cmd: &mut Command, role: Role) {
-    let (settings, new_session) = match role {
-        Role::Keeper => (None, true),
-        Role::Cli(s) => (Some(s), false),
+    let (settings, ready) = match role {
+        Role::Keeper { ready } => (None, Some(ready)),
+        Role::Cli(s) => (Some(s), None),
     };
     // SAFETY: only async-signal-safe calls (sigaction, sigprocmask, fcntl,
-    // close_range, getrlimit, umask, setrlimit, setpriority, setsid) run
-    // between fork and exec.
+    // dup2, close_range, getrlimit, umask, setrlimit, setpriority, setsid)
+    // run between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             super::signals::reset_for_child()?;
-            if new_session {
+            let mut first = 3;
+            if let Some(fd) = ready {
                 nix::unistd::setsid()?;
+                // As fd 3, kept across exec (dup2 clears close-on-exec; a
+                // descriptor already there keeps its flags: cleared here).
+                match fd == READY_FD {
+                    true => nix::libc::fcntl(READY_FD, nix::libc::F_SETFD, 0),
+                    false => nix::libc::dup2(fd, READY_FD),
+                };
+                first = READY_FD + 1;
             }
             // Before the limits change: the fallback walks up to the
             // descriptor limit we have, which the caller's may lower.
-            close_on_exec_from(3);
+            close_on_exec_from(first);
             if let Some(s) = &settings {
                 s.apply()?;
             }

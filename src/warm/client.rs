@@ -100,18 +100,14 @@ impl Keeper {
         match ours(&socket) {
             Ok(s) => Some(Keeper::new(s, wait)),
             Err(_) if start => {
-                spawn_keeper().ok()?;
-                let deadline = Instant::now() + START_WAIT;
-                loop {
-                    if let Ok(s) = ours(&socket) {
-                        break Some(Keeper::new(s, wait));
-                    }
-                    if Instant::now() >= deadline {
-                        crate::debug!("warm: the keeper did not start in time");
-                        return None;
-                    }
-                    std::thread::sleep(Duration::from_millis(3));
+                let ready = spawn_keeper().ok()?;
+                // It says when it listens (or exits: another keeper got
+                // there first, whose socket is then there to connect to).
+                if !said_ready(&ready, START_WAIT) {
+                    crate::debug!("warm: the keeper did not start in time");
+                    return None;
                 }
+                ours(&socket).ok().map(|s| Keeper::new(s, wait))
             }
             Err(_) => None,
         }
@@ -358,16 +354,48 @@ mod silent {
     }
 }
 
-/// Start `claude-shim keeper` in its own session, detached from ours.
-fn spawn_keeper() -> std::io::Result<()> {
+/// Start `claude-shim keeper` in its own session, detached from ours: the
+/// read end of the pipe it says it is ready on.
+fn spawn_keeper() -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("keeper")
+        .env(
+            crate::env::KEEPER_READY,
+            crate::runner::detached::READY_FD.to_string(),
+        )
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // In a session of its own, with none of the caller's descriptors (its
-    // live CLIs get their settings per turn: see `runner::detached`).
-    crate::runner::detached::confine(&mut cmd, crate::runner::detached::Role::Keeper);
-    cmd.spawn().map(|_| ())
+    // In a session of its own, with none of the caller's descriptors but the
+    // pipe (its live CLIs get their settings per turn: `runner::detached`).
+    crate::runner::detached::confine(
+        &mut cmd,
+        crate::runner::detached::Role::Keeper {
+            ready: write.as_raw_fd(),
+        },
+    );
+    cmd.spawn()?;
+    drop(write);
+    Ok(read)
+}
+
+/// Whether a keeper started with `ready` said it listens (a byte) or ended
+/// (end of file) within `wait`.
+fn said_ready(ready: &std::os::fd::OwnedFd, wait: Duration) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let deadline = Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ms = PollTimeout::try_from(left.as_millis() as i32).unwrap_or(PollTimeout::ZERO);
+        let mut fds = [PollFd::new(ready.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, ms) {
+            Ok(n) if n > 0 => return true,
+            Err(nix::errno::Errno::EINTR) if !left.is_zero() => continue,
+            _ => return false,
+        }
+    }
 }

@@ -143,6 +143,18 @@ extern "C" fn on_term(_: nix::libc::c_int) {
     TERMINATED.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// Tell the shim that started us that we listen: a byte on the pipe it
+/// passed (`CLAUDE_SHIM_KEEPER_READY` names its descriptor), then closed.
+fn say_ready() {
+    let Some(fd) = crate::env::keeper_ready() else {
+        return;
+    };
+    std::env::remove_var(crate::env::KEEPER_READY);
+    // SAFETY: the descriptor was handed to us for this, and is ours alone.
+    let pipe = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let _ = nix::unistd::write(&pipe, b"1");
+}
+
 /// Run the keeper until it holds nothing (or is told to stop). Returns at
 /// once when another keeper already serves `dir`.
 pub fn serve(cfg: Config) -> Result<()> {
@@ -167,6 +179,7 @@ pub fn serve(cfg: Config) -> Result<()> {
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path).context("binding the keeper's socket")?;
     listener.set_nonblocking(true)?;
+    say_ready();
     let ours = socket_identity(&path);
     // SAFETY: the handler only stores to an atomic.
     unsafe {
