@@ -325,25 +325,24 @@ fn a_changed_model_variable_starts_a_new_live_session() {
     changed_model_variable(true);
 }
 
-/// `/proc/PID/status`'s umask and `/proc/PID/limits`' soft file-size limit.
-fn umask_and_fsize(pid: i32) -> (String, String) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+/// `/proc/PID/status`'s umask and `/proc/PID/limits`' soft file-size limit;
+/// `None` for a process that has ended (a CLI being ended may be a zombie for
+/// a moment, which has no umask).
+fn umask_and_fsize(pid: i32) -> Option<(String, String)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let umask = status
         .lines()
-        .find_map(|l| l.strip_prefix("Umask:"))
-        .unwrap()
+        .find_map(|l| l.strip_prefix("Umask:"))?
         .trim()
         .to_owned();
-    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
     let fsize = limits
         .lines()
-        .find(|l| l.starts_with("Max file size"))
-        .unwrap()
+        .find(|l| l.starts_with("Max file size"))?
         .split_whitespace()
-        .nth(3)
-        .unwrap()
+        .nth(3)?
         .to_owned();
-    (umask, fsize)
+    Some((umask, fsize))
 }
 
 /// A live CLI runs with the umask and limits of the caller it serves — not the
@@ -369,7 +368,7 @@ fn a_live_cli_has_its_callers_umask_and_limits() {
     let two = "Human: c\n\nAssistant: d\n\nHuman: conversation two";
     let out = call("022", "4096", two);
     let (_, clis) = keeper_and_clis(&sb);
-    let mine: Vec<(String, String)> = clis.iter().map(|&p| umask_and_fsize(p)).collect();
+    let mine: Vec<(String, String)> = clis.iter().filter_map(|&p| umask_and_fsize(p)).collect();
     assert!(
         mine.contains(&("0022".to_owned(), (4096 * 512).to_string())),
         "{mine:?}"
