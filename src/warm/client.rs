@@ -321,14 +321,19 @@ mod silent {
     pub const FOR: Duration = Duration::from_secs(30);
 
     pub fn record(dir: &DataDir, pid: i32) {
-        let _ = std::fs::write(dir.join(FILE), pid.to_string());
+        // Written whole, never through a planted link.
+        let _ = crate::whole_file::write(&dir.join(FILE), pid.to_string().as_bytes(), 0o600);
     }
 
     /// The pid of a keeper that did not answer and still cannot, if any.
     pub fn still(dir: &DataDir) -> Option<i32> {
         let path = dir.join(FILE);
         let meta = std::fs::symlink_metadata(&path).ok()?;
-        let pid: i32 = std::fs::read_to_string(&path).ok()?.trim().parse().ok()?;
+        let pid: i32 = std::str::from_utf8(&dir.read(FILE).ok()??)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
         let young = meta
             .modified()
             .ok()
