@@ -383,29 +383,21 @@ fn a_live_cli_has_its_callers_umask_and_limits() {
     stop_keeper(&sb);
 }
 
-/// Processes of this sandbox (its HOME in their environment).
-fn processes(home: &Path) -> Vec<i32> {
-    let needle = format!("HOME={}\0", home.display());
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| memchr::memmem::find(&env, needle.as_bytes()).is_some())
-        })
-        .collect()
+/// A conversation two turns in, its second warm (a keeper and a live CLI run).
+fn warmed() -> (ApiServer, Sandbox, Chat) {
+    let server = ApiServer::start();
+    let sb = sandbox(&server, true);
+    let mut chat = Chat::new(Client::Wrapper);
+    turn(&sb, &mut chat, "one");
+    turn(&sb, &mut chat, "two");
+    (server, sb, chat)
 }
 
 /// A keeper stopped (SIGSTOP: a debugger, a frozen container) costs one turn its
 /// wait for the keeper's hello, not every turn; continued, it serves again.
 #[test]
 fn a_stopped_keeper_costs_one_turn() {
-    let server = ApiServer::start();
-    let sb = sandbox(&server, true);
-    let mut chat = Chat::new(Client::Wrapper);
-    turn(&sb, &mut chat, "one");
-    turn(&sb, &mut chat, "two");
+    let (_server, sb, mut chat) = warmed();
     let (keeper, _) = keeper_and_clis(&sb);
     let keeper = nix::unistd::Pid::from_raw(keeper.expect("a keeper"));
     nix::sys::signal::kill(keeper, nix::sys::signal::Signal::SIGSTOP).unwrap();
@@ -429,11 +421,7 @@ fn a_stopped_keeper_costs_one_turn() {
 /// the keeper cannot notice it by itself (stopped).
 #[test]
 fn warm_stop_leaves_nothing_even_without_the_data_dir() {
-    let server = ApiServer::start();
-    let sb = sandbox(&server, true);
-    let mut chat = Chat::new(Client::Wrapper);
-    turn(&sb, &mut chat, "one");
-    turn(&sb, &mut chat, "two");
+    let (_server, sb, _chat) = warmed();
     let (keeper, clis) = keeper_and_clis(&sb);
     assert!(!clis.is_empty());
     let keeper = nix::unistd::Pid::from_raw(keeper.expect("a keeper"));
@@ -441,7 +429,7 @@ fn warm_stop_leaves_nothing_even_without_the_data_dir() {
     std::fs::remove_dir_all(&sb.shim_home).unwrap();
     let out = run(sb.cli(&["warm", "stop"]), Input::Null);
     assert!(out.status.success(), "{}", describe(&out));
-    let left = processes(&sb.home);
+    let left = crate::warm::processes_with_home(&sb.home);
     for &pid in &left {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
@@ -524,11 +512,7 @@ fn a_commit_or_an_edited_import_keeps_the_ready_cli_from_a_new_conversation() {
 /// resume would have it, so the next turn does not run in the old live CLI.
 #[test]
 fn a_new_shell_alias_keeps_the_live_cli_from_the_next_turn() {
-    let server = ApiServer::start();
-    let sb = sandbox(&server, true);
-    let mut chat = Chat::new(Client::Wrapper);
-    turn(&sb, &mut chat, "one");
-    turn(&sb, &mut chat, "two");
+    let (_server, sb, mut chat) = warmed();
     assert_eq!(last_engine(&sb), "warm", "unchanged: warm");
     std::fs::write(sb.home.join(".bashrc"), "alias ll='ls -l'\n").unwrap();
     turn(&sb, &mut chat, "three");

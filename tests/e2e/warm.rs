@@ -133,7 +133,7 @@ impl Drop for World {
     }
 }
 
-fn processes_with_home(home: &Path) -> Vec<i32> {
+pub(crate) fn processes_with_home(home: &Path) -> Vec<i32> {
     let needle = format!("HOME={}\0", home.display());
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
