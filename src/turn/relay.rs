@@ -75,6 +75,10 @@ pub(super) struct Relayed {
 /// How long an interrupted live process may take to print its result.
 const INTERRUPT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// At most this much of what a live CLI wrote is relayed once the caller's
+/// signal stopped the turn.
+const DRAIN_LIMIT: usize = 1 << 20;
+
 /// An Agent SDK caller's side of the turn: everything it writes goes on to
 /// the process, which serves it as a cold one would — permission answers,
 /// hook answers, interrupts, further messages. A cold CLI ends when its
@@ -220,6 +224,8 @@ pub(super) fn relay(
     let mut partial: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     let mut stopped_at: Option<std::time::Instant> = None;
+    // Bytes still to relay after the caller's signal (see below), if draining.
+    let mut draining: Option<usize> = None;
     let started = std::time::Instant::now();
     let mut spoke = false;
     let kill = || {
@@ -251,12 +257,16 @@ pub(super) fn relay(
                     }
                 }
                 sig => {
-                    // The caller stopped the turn: a cold CLI prints nothing more.
+                    // The caller stopped the turn: a cold CLI prints nothing
+                    // more — but what the process wrote before the signal came
+                    // (a cold CLI's would be in the caller's pipe already, such
+                    // as stream-json's `init` line) is relayed first.
                     out.signalled = true;
                     out.signalled_by = sig;
                     stopped_at = Some(std::time::Instant::now());
-                    tee::mute(hold);
+                    draining = Some(DRAIN_LIMIT);
                     if idle {
+                        tee::mute(hold);
                         // Nothing more is owed (and SIGINT never reaches the
                         // process: it is not kept).
                         break 'turn;
@@ -275,6 +285,8 @@ pub(super) fn relay(
             break;
         }
         let reading_caller = side.as_ref().is_some_and(|s| !s.ended) && !out.signalled;
+        // Draining: only what is in the pipes now, never a wait for more.
+        let timeout = if draining.is_some() { 0u16 } else { 100 };
         let mut fds = vec![
             PollFd::new(lent.stdout.as_fd(), PollFlags::POLLIN),
             PollFd::new(lent.stderr.as_fd(), PollFlags::POLLIN),
@@ -282,7 +294,17 @@ pub(super) fn relay(
         if reading_caller {
             fds.push(PollFd::new(stdin, PollFlags::POLLIN));
         }
-        match poll(&mut fds, PollTimeout::from(100u16)) {
+        let polled = poll(&mut fds, PollTimeout::from(timeout));
+        let nothing_left = match polled {
+            Ok(n) => n == 0,
+            Err(e) => e != nix::errno::Errno::EINTR,
+        };
+        if draining.is_some() && nothing_left {
+            draining = None;
+            tee::mute(hold);
+            continue;
+        }
+        match polled {
             Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
             Ok(_) => {}
             Err(_) => break,
@@ -329,6 +351,11 @@ pub(super) fn relay(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        // A process that writes on after the signal is not drained for ever.
+        let drained = draining.as_mut().is_some_and(|left| {
+            *left = left.saturating_sub(n);
+            *left == 0
+        });
         spoke = true;
         partial.extend_from_slice(&buf[..n]);
         while let Some(nl) = memchr::memchr(b'\n', &partial) {
@@ -388,6 +415,10 @@ pub(super) fn relay(
                 break 'turn;
             }
         }
+        if drained {
+            draining = None;
+            tee::mute(hold);
+        }
     }
     if ctx.child.signalled() && !out.signalled && !out.interrupted {
         // The caller's signal ended the process between the check above and
@@ -396,6 +427,7 @@ pub(super) fn relay(
         out.signalled_by = ctx.child.last_signal();
     }
     if out.signalled {
+        tee::mute(hold);
         // Let it end (the keeper reaps it); its last words are not ours.
         out.exit = None;
     }
