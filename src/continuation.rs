@@ -78,10 +78,13 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
         }
         for at in occurrences(prompt, reply).take(TRIES) {
             let end = at + reply.len();
-            if !ends_its_line(&prompt[end..]) || !aligned(earlier, &prompt[..at], &prompt[end..]) {
+            let Some(closer) = ends_its_line(&prompt[end..], earlier.prompt) else {
+                continue;
+            };
+            if !aligned(earlier, &prompt[..at], &prompt[end..]) {
                 continue;
             }
-            let delta = delta_after(prompt, end);
+            let delta = delta_after(prompt, end, closer);
             if prompt[delta.clone()].trim().is_empty() {
                 // A transcript that ends with the reply: nothing new to send.
                 return None;
@@ -108,7 +111,7 @@ fn aligned(e: &Earlier<'_>, before: &str, after: &str) -> bool {
         n(before) + n(after)
     };
     let relabel_seen = |old: &str, new: &str| {
-        let (old, new) = (old.trim(), new.trim());
+        let (old, new) = unwrapped(old, new);
         e.turns < 2 || (!new.is_empty() && count(new) >= 2) || (!old.is_empty() && count(old) >= 1)
     };
     let cp = floor(earlier, common_prefix(earlier, before));
@@ -213,16 +216,40 @@ fn reply_label_ok(glue: &str, e: &Earlier<'_>) -> bool {
     label_shaped(&line) && (e.turns < 2 || e.prompt.contains(last.trim()))
 }
 
-/// Whether what follows a reply ends its line: whitespace, or a closing tag,
-/// up to a line break (an edit that appends to the reply does not).
-fn ends_its_line(after: &str) -> bool {
+/// Whether what follows a reply ends its line: whitespace, a closing tag, or
+/// the closing mark the client puts after every message, up to a line break
+/// (an edit that appends to the reply does not). The length of that mark.
+fn ends_its_line(after: &str, earlier: &str) -> Option<usize> {
     let line = after.split('\n').next().unwrap_or("");
-    let line = line.trim_start();
-    let line = match closing_tag(line) {
-        Some(n) => &line[n..],
-        None => line,
-    };
-    line.trim().is_empty()
+    let closer = closing_mark(line, earlier);
+    line[closer..].trim().is_empty().then_some(closer)
+}
+
+/// Length of what closes a message at the start of `line` (after blanks): a
+/// closing tag (`</assistant>`), or a short run of closing marks (`]`, `"`,
+/// `)]`) that also ends a line of the earlier prompt — a fixed suffix the
+/// client puts after every message (`[Assistant: …]`).
+fn closing_mark(line: &str, earlier: &str) -> usize {
+    let blank = line.len() - line.trim_start().len();
+    let rest = &line[blank..];
+    if let Some(n) = closing_tag(rest) {
+        return blank + n;
+    }
+    const MARKS: &[char] = &[']', ')', '}', '"', '\'', '»', '”', '’', '*', '`', '>', '|'];
+    let n: usize = rest
+        .chars()
+        .take_while(|c| MARKS.contains(c))
+        .take(3)
+        .map(char::len_utf8)
+        .sum();
+    let mark = &rest[..n];
+    let closes_earlier = !mark.is_empty()
+        && (earlier.trim_end().ends_with(mark)
+            || memchr::memmem::find(earlier.as_bytes(), format!("{mark}\n").as_bytes()).is_some());
+    match closes_earlier {
+        true => blank + n,
+        false => 0,
+    }
 }
 
 /// The message's length within the `c` bytes that end `a` and are shared:
@@ -261,11 +288,34 @@ fn starts_a_line(glue: &str) -> bool {
 /// line start, label-shaped, and replaced rather than extended or cut (an
 /// edit that puts `(edited)` after a label does not pass for one).
 fn relabel_ok(old: &str, new: &str, at_line_start: bool) -> bool {
-    let (o, n) = (old.trim(), new.trim());
+    let (o, n) = unwrapped(old, new);
     at_line_start
         && label_shaped(old)
         && label_shaped(new)
-        && (o.is_empty() || n.is_empty() || !(o.starts_with(n) || n.starts_with(o)))
+        && (o.is_empty() || n.is_empty() || !(extends(o, n) || extends(n, o)))
+}
+
+/// Whether label `a` is label `b` with more after it (`User (edited):` of
+/// `User`), not another word that begins alike (`Caa:` of `C`).
+fn extends(a: &str, b: &str) -> bool {
+    a.strip_prefix(b)
+        .is_some_and(|rest| !rest.starts_with(char::is_alphanumeric))
+}
+
+/// Marks that open a message a client wraps (`[User: q]`, `"q"`).
+const OPENERS: &[char] = &['[', '(', '{', '"', '\'', '«', '“', '‘', '`'];
+
+/// Two labels without the mark both open with (`[User: ` / `[`): the
+/// wrapper's, not the label's.
+fn unwrapped<'a>(old: &'a str, new: &'a str) -> (&'a str, &'a str) {
+    let (o, n) = (old.trim(), new.trim());
+    let shared = o
+        .chars()
+        .zip(n.chars())
+        .take_while(|(a, b)| a == b && !a.is_alphanumeric())
+        .map(|(a, _)| a.len_utf8())
+        .sum::<usize>();
+    (o[shared..].trim(), n[shared..].trim())
 }
 
 /// A label, not words: empty, or ended by punctuation (`User:`, `[User]`,
@@ -273,10 +323,32 @@ fn relabel_ok(old: &str, new: &str, at_line_start: bool) -> bool {
 /// that puts a word or a line before a message, or changes its first
 /// words, is not one.
 fn label_shaped(label: &str) -> bool {
-    let l = label.trim();
+    // The mark that opens the message belongs to it (`Assistant: "…"`).
+    let opened = label.trim_end().trim_end_matches(OPENERS);
+    let l = match opened.trim() {
+        "" => label.trim(),
+        l => l,
+    };
     l.is_empty()
         || l.ends_with([':', ']', '>', ')', '*', '|', '=', '-'])
         || (label.ends_with('\n') && l.starts_with(['#', '[', '<', '*', '=', '-']))
+        || short_mark(l)
+}
+
+/// A role mark of a few characters before the text on its line: symbols
+/// (`>`, `«`, `🧑`) or one capital letter (`U q`, `A r`).
+fn short_mark(l: &str) -> bool {
+    // After the mark that opens the message, if any (`[A r]`).
+    let l = match l.trim_start_matches(OPENERS) {
+        "" => l,
+        rest => rest,
+    };
+    let n = l.chars().count();
+    let symbols = (1..=3).contains(&n)
+        && l.chars()
+            .all(|c| !c.is_alphanumeric() && !c.is_whitespace());
+    let letter = n == 1 && l.chars().all(|c| c.is_ascii_uppercase());
+    symbols || letter
 }
 
 /// Short, few words, at most two lines: labels and separators, not text.
@@ -290,13 +362,14 @@ fn words(s: &str) -> usize {
         .count()
 }
 
-/// What follows the reply, without the whitespace and closing tag
-/// (`</assistant>`) that end it.
-fn delta_after(prompt: &str, end: usize) -> Range<usize> {
-    let rest = &prompt[end..];
+/// What follows the reply, without the whitespace and the closing tag or
+/// mark (`</assistant>`, `]`: `closer` bytes) that end it.
+fn delta_after(prompt: &str, end: usize, closer: usize) -> Range<usize> {
+    let rest = &prompt[end + closer..];
     let trimmed = rest.trim_start();
-    let mut start = end + (rest.len() - trimmed.len());
-    if let Some(tag) = closing_tag(trimmed) {
+    let mut start = end + closer + (rest.len() - trimmed.len());
+    // A closing tag may also stand on a line of its own after the reply.
+    if let (0, Some(tag)) = (closer, closing_tag(trimmed)) {
         let after = &trimmed[tag..];
         start += tag + (after.len() - after.trim_start().len());
     }
@@ -417,6 +490,48 @@ mod tests {
                 "User: more",
                 "label shares letters",
             ),
+            (
+                "[System instruction: be brief]\n\n[User: q1]",
+                "r1",
+                "[System instruction: be brief]\n\n[User: q1]\n\n[Assistant: r1]\n\n[User: q2]",
+                "[User: q2]",
+                "bracketed roles: a closing mark after every message",
+            ),
+            (
+                "[System instruction: be brief]\n\n[User: q1]\n\n[Assistant: r1]\n\n[User: q2]",
+                "r2",
+                "[System instruction: be brief]\n\n[User: q1]\n\n[Assistant: r1]\n\n[User: q2]\n\n[Assistant: r2]\n\n[User: q3]",
+                "[User: q3]",
+                "bracketed roles, turn 3",
+            ),
+            (
+                "\"q1\"",
+                "r1",
+                "User: \"q1\"\nAssistant: \"r1\"\nUser: \"q2\"",
+                "User: \"q2\"",
+                "quoted messages",
+            ),
+            (
+                "You help.\n\nq1",
+                "r1",
+                "You help.\n\n> q1\n\n< r1\n\nq2",
+                "q2",
+                "one block per message, symbol marks",
+            ),
+            (
+                "You help.\n\n> q1\n\n< r1\n\nq2",
+                "r2",
+                "You help.\n\n> q1\n\n< r1\n\n> q2\n\n< r2\n\nq3",
+                "q3",
+                "symbol marks, turn 3",
+            ),
+            (
+                "You help.\n\nq1",
+                "r1",
+                "You help.\n\nU q1\n\nA r1\n\nq2",
+                "q2",
+                "one block per message, letter marks",
+            ),
         ];
         for (earlier, reply, prompt, delta, what) in cases {
             assert_eq!(
@@ -446,6 +561,10 @@ mod tests {
             ),
             // A transcript that ends with the reply.
             ("[User]: q1\n[Assistant]: r1\n[User]: q2\n[Assistant]: r2\n", "ends with the reply"),
+            // Punctuation after the reply that closes no earlier message.
+            ("[User]: q1\n[Assistant]: r1\n[User]: q2\n[Assistant]: r2)\n[User]: q3", "mark added"),
+            // A word put before the newest earlier message.
+            ("[User]: q1\n[Assistant]: r1\n[User]: Also q2\n[Assistant]: r2\n[User]: q3", "word before"),
             // Text inserted between the message and the reply.
             (
                 "[User]: q1\n[Assistant]: r1\n[User]: q2\nand also a whole new paragraph here\n[Assistant]: r2\n[User]: q3",

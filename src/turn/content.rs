@@ -50,11 +50,14 @@ pub fn look(
         _ => u,
     };
     let found = query(&u)?;
-    // Read as a first turn, or as turns never seen (not a reply that
-    // differs: an edited or guessed reply stays the miss it is).
+    // Read as a first turn, as turns never seen, or with a reply that
+    // differs: a dialect that keeps a client's closing mark (`[Assistant:
+    // r]`) reads every reply so. Content still asks the exact reply and the
+    // earlier prompt, and `misread` that the dialect read the turns otherwise,
+    // so an edited or guessed reply stays the miss it is.
     let missed = matches!(
         found.candidate,
-        Err(Miss::NoHistory) | Err(Miss::NoPin { .. })
+        Err(Miss::NoHistory) | Err(Miss::NoPin { .. }) | Err(Miss::ReplyDiffers)
     );
     if let (true, Some(t), None) = (missed, text, &u.conv.continued) {
         if let Some(conv) = by_content(place, args, caps, t)?.filter(|c| misread(&u.conv, c)) {

@@ -349,3 +349,24 @@ fn assistant_marker_with_replies_that_quote_role_markers() {
         },
     );
 }
+
+/// A LiteLLM-style library: `[User: …]`/`[Assistant: …]` with the closing
+/// bracket after every message, one positional prompt, JSON out, no session
+/// kept (issue 31: 0 of 4 turns resumed, `reply-differs`).
+#[test]
+fn bracketed_roles_with_a_closing_mark() {
+    conversation(&Case {
+        name: "bracketroles",
+        client: Client::BracketRoles,
+    });
+}
+
+/// A text block per message with a one-symbol role mark on the text's line,
+/// the new message bare (issue 31: never recognised).
+#[test]
+fn one_block_per_message_with_symbol_marks() {
+    conversation(&Case {
+        name: "markblocks",
+        client: Client::MarkBlocks,
+    });
+}

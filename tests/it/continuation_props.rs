@@ -1,7 +1,8 @@
 //! Continuation by content over generated renderers: random user labels
 //! (none included), assistant labels, separators, preambles, suffixes, a
 //! first message bare until it is history, the newest message labelled
-//! apart, one text block or many.
+//! apart, one text block or many, a mark around every message (`[User: …]`),
+//! short role marks of a symbol or a letter (`> q`, `A r`).
 //!
 //! - Pure (`continuation::continues`): each turn continues the previous run
 //!   and sends only what is new; an edited earlier turn, another
@@ -34,6 +35,8 @@ struct Renderer {
     closing: bool,
     /// One stream-json message, one text block per message.
     blocks: bool,
+    /// Marks that open and close every message (`[` `User: q` `]`).
+    wrap: Option<(String, String)>,
 }
 
 fn label() -> impl Strategy<Value = String> {
@@ -43,7 +46,20 @@ fn label() -> impl Strategy<Value = String> {
         "## [a-z]{3,8}\n",
         "\\*\\*[A-Z][a-z]{2,7}\\*\\* ",
         "[A-Z][a-z]{2,7} said: ",
+        "[>»•] ",
+        "[A-Z] ",
     ]
+}
+
+fn wrap() -> impl Strategy<Value = Option<(String, String)>> {
+    prop::option::weighted(
+        0.3,
+        prop_oneof![
+            Just(("[".to_owned(), "]".to_owned())),
+            Just(("\"".to_owned(), "\"".to_owned())),
+            Just(("(".to_owned(), ")".to_owned())),
+        ],
+    )
 }
 
 fn renderer() -> impl Strategy<Value = Renderer> {
@@ -65,6 +81,7 @@ fn renderer() -> impl Strategy<Value = Renderer> {
         prop::option::of("\n\n[A-Z][a-z]{3,8} [a-z ]{3,20}\\."),
         any::<bool>(),
         prop::bool::weighted(0.25),
+        wrap(),
     )
         .prop_map(
             |(
@@ -77,7 +94,14 @@ fn renderer() -> impl Strategy<Value = Renderer> {
                 suffix,
                 closing,
                 blocks,
+                wrap,
             )| {
+                // Marks around messages whose labels stand inline.
+                let own_line = [&user, &assistant]
+                    .into_iter()
+                    .chain(&newest)
+                    .any(|l| l.ends_with('\n'));
+                let wrap = wrap.filter(|_| !own_line);
                 Renderer {
                     user,
                     assistant,
@@ -86,8 +110,9 @@ fn renderer() -> impl Strategy<Value = Renderer> {
                     separator,
                     preamble,
                     suffix,
-                    closing,
+                    closing: closing && wrap.is_none(),
                     blocks,
+                    wrap,
                 }
             },
         )
@@ -100,20 +125,25 @@ impl Renderer {
             true => format!("{s}</{role}>"),
             false => s,
         };
+        // A wrapped message: the opening mark before its (inline) label.
+        let render = |label: &str, text: &str| match &self.wrap {
+            Some((open, shut)) => format!("{open}{label}{text}{shut}"),
+            None => format!("{label}{text}"),
+        };
         let mut parts = Vec::new();
         if let Some(p) = &self.preamble {
             parts.push(p.trim_end().to_owned());
         }
         for (u, a) in history {
-            parts.push(close("user", format!("{}{u}", self.user)));
-            parts.push(close("assistant", format!("{}{a}", self.assistant)));
+            parts.push(close("user", render(&self.user, u)));
+            parts.push(close("assistant", render(&self.assistant, a)));
         }
         let label = match (history.is_empty() && self.first_bare, &self.newest) {
             (true, _) => "",
             (false, Some(l)) => l.as_str(),
             (false, None) => self.user.as_str(),
         };
-        parts.push(close("user", format!("{label}{current}")));
+        parts.push(close("user", render(label, current)));
         if let Some(s) = &self.suffix {
             parts.push(s.trim_start().to_owned());
         }
@@ -306,6 +336,7 @@ fn explain_and_log_name_the_rule() {
         suffix: None,
         closing: false,
         blocks: false,
+        wrap: None,
     };
     let mut history: Vec<(String, String)> = Vec::new();
     for k in 1..=2 {

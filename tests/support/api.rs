@@ -800,9 +800,15 @@ fn handle(req: &HttpRequest, w: &mut TcpStream, shared: &Shared) -> io::Result<(
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty());
     let warmup = is_warmup(&body);
+    // A turn run with `--tools ""` offers none; it still asks for the CLI's
+    // full output budget, which side requests never do.
+    let full_budget = body
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .is_some_and(|m| m >= 32_000);
     let kind = if is_count {
         RequestKind::CountTokens
-    } else if stream && has_tools && !warmup {
+    } else if stream && (has_tools || full_budget) && !warmup {
         RequestKind::Main
     } else {
         RequestKind::Side

@@ -118,6 +118,16 @@ pub const CLINE_ARGS: &[&str] = &[
     "claude-sonnet-4-5",
     "-p",
 ];
+/// A LiteLLM-style provider: the prompt right after `-p`, JSON out, no
+/// tools, no session kept.
+pub const BRACKET_ROLES_ARGS: &[&str] = &[
+    "-p",
+    "--output-format",
+    "json",
+    "--no-session-persistence",
+    "--tools",
+    "",
+];
 pub const LINES_ARGS: &[&str] = &[
     "-p",
     "--input-format",
@@ -160,6 +170,12 @@ pub enum Client {
     MultiBlock,
     /// `<user>…</user>` / `<assistant>…</assistant>`, stdin, text output.
     XmlTags,
+    /// A LiteLLM-style library: `[System instruction: …]`, `[User: …]`,
+    /// `[Assistant: …]` joined by blank lines, positional, JSON output.
+    BracketRoles,
+    /// One stream-json user message: a preamble block, a block per earlier
+    /// message with a one-symbol role mark (`> q`, `< a`), the new one bare.
+    MarkBlocks,
 }
 
 /// Where a client puts its prompt.
@@ -168,6 +184,8 @@ enum Delivery {
     Positional,
     /// After `--`, so a prompt starting with `-` is not a flag.
     AfterDashes,
+    /// Right after `-p`, before the other flags.
+    AfterPrint,
 }
 
 impl Client {
@@ -181,7 +199,10 @@ impl Client {
             Client::OpenDesign => (OPEN_DESIGN_ARGS, Delivery::Stdin),
             Client::MaxProxy => (MAXPROXY_ARGS, Delivery::Positional),
             Client::Cline | Client::Roo => (CLINE_ARGS, Delivery::Stdin),
-            Client::StreamLines | Client::MultiBlock => (LINES_ARGS, Delivery::Stdin),
+            Client::StreamLines | Client::MultiBlock | Client::MarkBlocks => {
+                (LINES_ARGS, Delivery::Stdin)
+            }
+            Client::BracketRoles => (BRACKET_ROLES_ARGS, Delivery::AfterPrint),
         }
     }
 
@@ -194,6 +215,7 @@ impl Client {
                 | Client::Bracket
                 | Client::AssistantMarker
                 | Client::XmlTags
+                | Client::BracketRoles
         )
     }
 
@@ -272,6 +294,25 @@ impl Client {
                 let line = json!({"type": "user", "message": {"role": "user", "content": blocks}});
                 format!("{line}\n")
             }
+            Client::BracketRoles => {
+                let mut parts = vec!["[System instruction: Be brief.]".to_owned()];
+                for (u, a) in h {
+                    parts.push(format!("[User: {u}]"));
+                    parts.push(format!("[Assistant: {a}]"));
+                }
+                parts.push(format!("[User: {cur}]"));
+                parts.join("\n\n")
+            }
+            Client::MarkBlocks => {
+                let mut blocks = vec![json!({"type": "text", "text": "You answer in one line."})];
+                for (u, a) in h {
+                    blocks.push(json!({"type": "text", "text": format!("> {u}")}));
+                    blocks.push(json!({"type": "text", "text": format!("< {a}")}));
+                }
+                blocks.push(json!({"type": "text", "text": cur}));
+                let line = json!({"type": "user", "message": {"role": "user", "content": blocks}});
+                format!("{line}\n")
+            }
             Client::XmlTags => {
                 let mut parts = Vec::new();
                 for (u, a) in h {
@@ -304,6 +345,10 @@ impl Client {
                 argv.extend(["--".to_owned(), prompt.to_owned()]);
                 (argv, Vec::new())
             }
+            Delivery::AfterPrint => {
+                argv.insert(at, prompt.to_owned());
+                (argv, Vec::new())
+            }
         }
     }
 
@@ -320,6 +365,10 @@ impl Client {
                 .lines()
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
                 .find(|v| v["type"] == "result")
+                .and_then(|v| v["result"].as_str().map(str::to_owned))
+        } else if self == Client::BracketRoles {
+            serde_json::from_slice::<Value>(out)
+                .ok()
                 .and_then(|v| v["result"].as_str().map(str::to_owned))
         } else {
             Some(text_reply(out))
