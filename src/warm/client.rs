@@ -3,7 +3,7 @@
 //! Anything amiss — no keeper, a slow one, another build — and the turn runs
 //! cold, as it would without warm turns.
 
-use super::protocol::{self, Reply, Request, Status};
+use super::protocol::{self, Miss, Reply, Request, Status};
 use crate::data_dir::DataDir;
 use crate::store::postgres::handoff::Handed;
 use std::fs::File;
@@ -47,6 +47,21 @@ pub struct Lent {
     pub stdin: File,
     pub stdout: File,
     pub stderr: File,
+}
+
+/// Why the keeper lent no live process for a turn (it runs cold).
+#[derive(Debug, thiserror::Error)]
+pub enum NotLent {
+    /// The keeper's own reason.
+    #[error(transparent)]
+    Miss(Miss),
+    #[error("the keeper sent no pipes")]
+    NoPipes,
+    #[error("unexpected reply {0:?}")]
+    Unexpected(Box<Reply>),
+    /// Talking to the keeper failed.
+    #[error("keeper: {0}")]
+    Keeper(std::io::Error),
 }
 
 impl Keeper {
@@ -139,7 +154,7 @@ impl Keeper {
     }
 
     /// A live process for this turn, or why not.
-    pub fn turn(&mut self, req: &Request) -> Result<Lent, String> {
+    pub fn turn(&mut self, req: &Request) -> Result<Lent, NotLent> {
         match self.call_fds(req) {
             Ok((
                 Reply::Lent {
@@ -154,7 +169,7 @@ impl Keeper {
                 let (Some(stdin), Some(stdout), Some(stderr)) =
                     (fds.next(), fds.next(), fds.next())
                 else {
-                    return Err("the keeper sent no pipes".into());
+                    return Err(NotLent::NoPipes);
                 };
                 Ok(Lent {
                     pid,
@@ -166,9 +181,9 @@ impl Keeper {
                     stderr,
                 })
             }
-            Ok((Reply::Miss { why }, _)) => Err(why),
-            Ok((other, _)) => Err(format!("unexpected reply {other:?}")),
-            Err(e) => Err(format!("keeper: {e}")),
+            Ok((Reply::Miss { why }, _)) => Err(NotLent::Miss(why)),
+            Ok((other, _)) => Err(NotLent::Unexpected(Box::new(other))),
+            Err(e) => Err(NotLent::Keeper(e)),
         }
     }
 
@@ -241,7 +256,7 @@ impl Keeper {
                 answer: hex::decode(answer).map_err(|e| e.to_string())?,
                 unix,
             }),
-            Ok((Reply::Miss { why }, _)) => Err(why),
+            Ok((Reply::Miss { why }, _)) => Err(why.to_string()),
             Ok((other, _)) => Err(format!("unexpected reply {other:?}")),
             Err(e) => Err(format!("keeper: {e}")),
         }

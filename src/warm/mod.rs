@@ -11,7 +11,6 @@ pub mod fingerprint;
 pub mod keeper;
 pub mod protocol;
 pub mod socket;
-pub mod store_pool;
 pub mod unresponsive;
 
 use crate::argv::{self, ParsedArgs};

@@ -111,7 +111,7 @@ pub enum Reply {
         began_fresh: bool,
     },
     Miss {
-        why: String,
+        why: Miss,
     },
     /// A ready CLI's session id, reserved for the asker's turn.
     Ready {
@@ -130,6 +130,54 @@ pub enum Reply {
         signal: Option<i32>,
     },
     Status(Status),
+}
+
+/// Why the keeper lends no live CLI (or readied connection): the turn runs
+/// cold. Shown as it always read, in the debug log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "kebab-case")]
+pub enum Miss {
+    #[error("bad request")]
+    BadRequest,
+    /// The asker is another shim build (the keeper drains).
+    #[error("the keeper is another build")]
+    OtherBuild,
+    #[error("the keeper is draining (a new shim build or a stop)")]
+    Draining,
+    /// A turn asked for a live CLI that is lent to another turn.
+    #[error("another turn of this conversation runs in its live process")]
+    Busy,
+    /// A release asked to end a live CLI that is lent to a turn.
+    #[error("a turn of this session runs in its live process")]
+    InUse,
+    /// The conversation has none, and the turn sent no way to start one.
+    #[error("no live process for this conversation")]
+    NoLiveProcess,
+    /// None can start without going past a bound, and none is idle to end.
+    #[error("no room: {0}, all busy")]
+    NoRoom(Room),
+    #[error("starting the CLI failed: {0}")]
+    SpawnFailed(String),
+    /// Its stdin is closed: it is finishing.
+    #[error("ending")]
+    Ending,
+    #[error("no CLI ready for this scope")]
+    NoReadyCli,
+    #[error("no store connection ready yet")]
+    NoStoreConnection,
+}
+
+/// The bound a new live CLI would go past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "kebab-case")]
+pub enum Room {
+    #[error("{count} live processes (at most {max})")]
+    Count { count: usize, max: usize },
+    /// Bytes held and the budget (shown in MiB).
+    #[error("the live processes hold {} MiB (at most {} MiB)", held >> 20, budget >> 20)]
+    Memory { held: u64, budget: u64 },
+    #[error("the machine is short of free memory")]
+    MachineShort,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -287,5 +335,41 @@ mod tests {
             .read_to_string(&mut got)
             .unwrap();
         assert_eq!(got, "through");
+    }
+
+    #[test]
+    fn a_miss_travels_typed_and_reads_as_it_did() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let mut buf = Vec::new();
+        for (miss, text) in [
+            (
+                Miss::Draining,
+                "the keeper is draining (a new shim build or a stop)",
+            ),
+            (
+                Miss::NoRoom(Room::Count { count: 4, max: 4 }),
+                "no room: 4 live processes (at most 4), all busy",
+            ),
+            (
+                Miss::NoRoom(Room::Memory {
+                    held: 700 << 20,
+                    budget: (1 << 30) + 5,
+                }),
+                "no room: the live processes hold 700 MiB (at most 1024 MiB), all busy",
+            ),
+            (
+                Miss::SpawnFailed("No such file or directory (os error 2)".into()),
+                "starting the CLI failed: No such file or directory (os error 2)",
+            ),
+        ] {
+            assert_eq!(miss.to_string(), text);
+            let reply = Reply::Miss { why: miss };
+            send(&a, &reply, &[]).unwrap();
+            let (got, _): (Reply, _) = recv(&b, &mut buf).unwrap();
+            assert_eq!(got, reply);
+        }
+        // A plain miss is a plain string on the wire, as before.
+        let line = serde_json::to_string(&Reply::Miss { why: Miss::Busy }).unwrap();
+        assert_eq!(line, r#"{"reply":"miss","why":"busy"}"#);
     }
 }

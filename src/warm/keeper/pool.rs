@@ -1,75 +1,137 @@
 //! The keeper's pool: lending a conversation's live CLI (or starting one),
-//! CLIs started ready for new conversations, room by the count and memory
-//! bounds (least recently used first), idle ones watched, ended ones reaped,
-//! and the keeper drained.
+//! taking it back, room by the count and memory bounds (least recently used
+//! first), idle ones watched, expired and reaped, and the pool drained. It
+//! knows the processes, not the connections: a connection is a number here,
+//! and what a request's answer is, the server's.
 
-use super::*;
+use super::config::{Limits, READY_FOR, RESERVE, TYPICAL_RSS};
+use super::entry::{Entry, State};
+use super::spawn::Spawn;
+use crate::store::pins::Lease;
+use crate::store::Store;
+use crate::warm::protocol::{Live, LiveState, Miss, Reply, Request, Room, Status};
+use std::collections::HashMap;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
 
-impl Keeper {
-    /// End `ids`, then answer `then` (a `Status` answers `Ok`).
-    pub(super) fn stop_then(&mut self, conn: u64, ids: Vec<u64>, then: Request, graceful: bool) {
-        for e in &ids {
-            if let Some(entry) = self.entries.get_mut(e) {
-                if graceful {
-                    stop(entry);
-                }
-            }
-        }
-        if !graceful {
-            for e in &ids {
-                self.stop_leased(*e);
-            }
-        }
-        let pending: Vec<u64> = ids
-            .into_iter()
-            .filter(|e| self.entries.contains_key(e))
-            .collect();
-        if pending.is_empty() {
-            self.answer(conn, then);
-        } else if let Some(c) = self.conns.get_mut(&conn) {
-            c.waiting = Some((pending, then));
+pub struct Pool {
+    pub(super) limits: Limits,
+    pub(super) entries: HashMap<u64, Entry>,
+    next_id: u64,
+    pub(super) spawner: Box<dyn Spawn>,
+    /// The store the turns use (a fleet's leases and heads are shared):
+    /// an entry is ended under its session's lease.
+    store: Option<Store>,
+    /// No more lending: a new shim build or a stop.
+    pub draining: bool,
+}
+
+/// What the pool does for a turn.
+pub enum ForTurn {
+    /// Lent to the asking connection: the reply, and the CLI's stdin,
+    /// stdout and stderr to go with it.
+    Lent {
+        id: u64,
+        reply: Reply,
+        fds: [RawFd; 3],
+    },
+    /// Its live CLI cannot serve (something changed since it started): it
+    /// is ending (the asker holds the lease); ask again once it is gone.
+    EndFirst(u64),
+    Miss(Miss),
+}
+
+/// What [`Pool::reap`] found.
+#[derive(Default)]
+pub struct Reaped {
+    /// Connections whose lent CLI exited, and how.
+    pub ended: Vec<(u64, ExitStatus)>,
+    /// Connections whose lent CLI is gone.
+    pub freed: Vec<u64>,
+    /// Some entry is gone.
+    pub any: bool,
+}
+
+/// The live processes (not those ending) and their resident memory.
+pub(super) struct Held {
+    pub(super) count: usize,
+    pub(super) rss: u64,
+}
+
+/// The session file is as the live process left it, or longer: it may write
+/// its last records of a turn after the result reached us. Shorter (truncated,
+/// replaced) means someone else wrote it.
+fn grown(was: Option<u64>, now: Option<u64>) -> bool {
+    match (was, now) {
+        (Some(was), Some(now)) => now >= was,
+        (was, now) => was == now,
+    }
+}
+
+impl Pool {
+    pub fn new(limits: Limits, store: Option<Store>, spawner: Box<dyn Spawn>) -> Pool {
+        Pool {
+            limits,
+            entries: HashMap::new(),
+            next_id: 0,
+            spawner,
+            store,
+            draining: false,
         }
     }
 
-    pub(super) fn answer(&mut self, conn: u64, then: Request) {
-        match then {
-            Request::Status => self.reply(conn, &Reply::Ok, &[]),
-            other => self.handle(conn, other),
-        }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
-    pub(super) fn turn(&mut self, conn: u64, req: Request) {
+    /// Whether `id` has not exited yet.
+    pub fn holds(&self, id: u64) -> bool {
+        self.entries.contains_key(&id)
+    }
+
+    /// The pipes of the idle CLIs, which the keeper's loop wakes for.
+    pub fn watched(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
+        self.entries
+            .values()
+            .filter(|e| e.state == State::Idle)
+            .flat_map(|e| [e.stdout.as_fd(), e.stderr.as_fd()])
+    }
+
+    pub(super) fn insert(&mut self, entry: Entry) -> u64 {
+        self.next_id += 1;
+        self.entries.insert(self.next_id, entry);
+        self.next_id
+    }
+
+    /// A live CLI for a turn of `req` (a `Request::Turn`), lent to `conn`:
+    /// its conversation's own, or a new one.
+    pub fn turn(&mut self, conn: u64, req: &Request) -> ForTurn {
         let Request::Turn {
             session,
             head,
             key,
             file_size,
             start,
-            ready,
-        } = req.clone()
+            ..
+        } = req
         else {
-            return;
+            return ForTurn::Miss(Miss::BadRequest);
         };
-        if let (Some(c), Some(r)) = (self.conns.get_mut(&conn), ready) {
-            c.ready = Some((key.clone(), *r));
-        }
+        let file_size = *file_size;
         if self.draining {
-            let why = "the keeper is draining (a new shim build or a stop)".into();
-            return self.reply(conn, &Reply::Miss { why }, &[]);
+            return ForTurn::Miss(Miss::Draining);
         }
         let found = self
             .entries
             .iter()
-            .find(|(_, e)| e.session == session && !matches!(e.state, State::Stopping { .. }))
+            .find(|(_, e)| &e.session == session && !matches!(e.state, State::Stopping { .. }))
             .map(|(k, e)| (*k, e.state));
         match found {
-            Some((_, State::Lent(_))) => {
-                let why = "another turn of this conversation runs in its live process".into();
-                return self.reply(conn, &Reply::Miss { why }, &[]);
-            }
+            Some((_, State::Lent(_))) => return ForTurn::Miss(Miss::Busy),
             Some((e, State::Idle)) => {
-                let entry = &self.entries[&e];
-                if entry.key == key && entry.head == head && grown(entry.file_size, file_size) {
+                let entry = self.entries.get_mut(&e).expect("found above");
+                if &entry.key == key && &entry.head == head && grown(entry.file_size, file_size) {
                     // A CLI started ready has not had a turn: it is new.
                     let fresh = entry.turns == 0;
                     return self.lend(conn, e, fresh);
@@ -77,8 +139,8 @@ impl Keeper {
                 crate::debug!(
                     "keeper: {} cannot serve (key {}, head {}, file {})",
                     session,
-                    if entry.key == key { "same" } else { "changed" },
-                    if entry.head == head { "same" } else { "moved" },
+                    if &entry.key == key { "same" } else { "changed" },
+                    if &entry.head == head { "same" } else { "moved" },
                     if grown(entry.file_size, file_size) {
                         "as left"
                     } else {
@@ -92,160 +154,198 @@ impl Keeper {
                 // as it was left): its closing records would land in a file
                 // it no longer knows, where no run without the shim writes;
                 // it is killed without them, as `stop_leased` does.
-                if entry.head != head || !grown(entry.file_size, file_size) {
-                    let _ = nix::sys::signal::kill(pid(entry), nix::sys::signal::Signal::SIGKILL);
+                if &entry.head != head || !grown(entry.file_size, file_size) {
+                    entry.child.kill();
                 }
-                return self.stop_then(conn, vec![e], req, true);
+                return ForTurn::EndFirst(e);
             }
             _ => {}
         }
         let Some(start) = start else {
-            let why = "no live process for this conversation".into();
-            return self.reply(conn, &Reply::Miss { why }, &[]);
+            return ForTurn::Miss(Miss::NoLiveProcess);
         };
-        if let Some(why) = self.make_room() {
-            return self.reply(conn, &Reply::Miss { why }, &[]);
+        if let Err(room) = self.make_room() {
+            return ForTurn::Miss(Miss::NoRoom(room));
         }
-        match spawn(&start) {
-            Ok(mut entry) => {
-                entry.session = session;
-                entry.key = key;
-                let id = self.id();
-                self.entries.insert(id, entry);
-                self.lend(conn, id, true);
+        match self.spawner.spawn(start) {
+            Ok(spawned) => {
+                let mut entry = Entry::new(spawned, start);
+                entry.session = session.clone();
+                entry.key = key.clone();
+                let id = self.insert(entry);
+                self.lend(conn, id, true)
             }
-            Err(e) => {
-                let why = format!("starting the CLI failed: {e}");
-                self.reply(conn, &Reply::Miss { why }, &[]);
-            }
+            Err(e) => ForTurn::Miss(Miss::SpawnFailed(e.to_string())),
         }
     }
 
-    /// Reserve the CLI ready for `key`, if one is (and young enough): its
-    /// session id. Ready CLIs of the same directory started under another
-    /// key (the environment, flags or files changed) can serve no one: ended.
-    pub(super) fn reserve_ready(&mut self, key: &str) -> Option<String> {
-        let cwd = self
+    fn lend(&mut self, conn: u64, id: u64, fresh: bool) -> ForTurn {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return ForTurn::Miss(Miss::Ending);
+        };
+        let Some(stdin) = entry.stdin.as_ref() else {
+            return ForTurn::Miss(Miss::Ending);
+        };
+        let fds = [
+            stdin.as_raw_fd(),
+            entry.stdout.as_raw_fd(),
+            entry.stderr.as_raw_fd(),
+        ];
+        entry.state = State::Lent(conn);
+        entry.lent_at = entry
+            .session_file()
+            .and_then(|f| std::fs::metadata(f).ok().map(|m| m.len()));
+        let reply = Reply::Lent {
+            pid: entry.pid() as i32,
+            fresh,
+            turns: entry.turns,
+            began_fresh: entry.began_fresh,
+        };
+        ForTurn::Lent { id, reply, fds }
+    }
+
+    /// The lent `id` is back from its turn: `healthy`, it serves the next
+    /// (with what it has taken in now, `key`); else it ends.
+    pub fn give_back(
+        &mut self,
+        id: u64,
+        healthy: bool,
+        head: Option<String>,
+        file_size: Option<u64>,
+        key: Option<String>,
+    ) {
+        let draining = self.draining;
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return;
+        };
+        if healthy && !draining {
+            entry.state = State::Idle;
+            entry.head = head;
+            entry.file_size = file_size;
+            if let Some(key) = key {
+                entry.key = key;
+            }
+            entry.turns += 1;
+            entry.last_used = Instant::now();
+        } else {
+            entry.stop();
+        }
+    }
+
+    /// The lent `id`'s caller hung up mid-turn: without the shim the CLI
+    /// would have died with it. It is killed at once (no request more is
+    /// made, nothing more billed), and what it wrote of the turn is taken
+    /// back from the session, so a retry or another message meets the
+    /// session as it was before.
+    pub fn abandon(&mut self, id: u64) {
+        let Some(entry) = self.entries.get_mut(&id) else {
+            return;
+        };
+        entry.child.kill();
+        entry.stop();
+        // SIGKILL is not refused: the wait is short (bounded all the same).
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while matches!(entry.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if matches!(entry.child.try_wait(), Ok(Some(_))) {
+            entry.undo_turn();
+        }
+    }
+
+    /// The idle CLIs of `session`, for a release before a cold run writes
+    /// to it; none while a turn runs in one.
+    pub fn release(&self, session: &str) -> Result<Vec<u64>, Miss> {
+        let busy = self
             .entries
             .values()
-            .find(|e| e.ready && e.key == key)
-            .map(|e| e.cwd.clone());
-        let stale: Vec<u64> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.ready && e.key != key && Some(&e.cwd) == cwd.as_ref())
-            .map(|(k, _)| *k)
-            .collect();
-        for id in stale {
-            self.stop_leased(id);
+            .any(|e| e.session == session && matches!(e.state, State::Lent(_)));
+        if busy {
+            return Err(Miss::InUse);
         }
-        let found = self.entries.iter_mut().find(|(_, e)| {
-            e.ready && e.key == key && e.state == State::Idle && e.started.elapsed() < READY_FOR
-        });
-        let Some((_, e)) = found else {
-            crate::debug!(
-                "keeper: no CLI ready for key {key} (ready: {:?})",
-                self.entries
-                    .values()
-                    .filter(|e| e.ready)
-                    .map(|e| e.key.as_str())
-                    .collect::<Vec<_>>()
-            );
-            return None;
-        };
-        e.ready = false;
-        e.last_used = Instant::now();
-        Some(e.session.clone())
+        Ok(self.idle(Some(session)))
     }
 
-    /// Start a CLI ready for the next new conversation of `key`'s scope,
-    /// unless one is, or there is no room without ending another.
-    pub(super) fn start_ready(&mut self, key: String, start: &Start) {
-        if self.draining || self.entries.values().any(|e| e.ready && e.key == key) {
-            return;
-        }
-        // Ready CLIs of this directory under another key can serve no one.
-        let stale: Vec<u64> = self
-            .entries
+    /// The idle CLIs (of `session`, or all).
+    pub fn idle(&self, session: Option<&str>) -> Vec<u64> {
+        self.entries
             .iter()
-            .filter(|(_, e)| e.ready && e.cwd == start.cwd)
+            .filter(|(_, e)| session.is_none_or(|s| e.session == s))
+            .filter(|(_, e)| e.state == State::Idle)
             .map(|(k, _)| *k)
-            .collect();
-        for id in stale {
-            self.stop_leased(id);
-        }
-        let pool = self.pool();
-        if pool.count >= self.cfg.max
-            || pool.rss + TYPICAL_RSS > self.cfg.memory
-            || available_memory().is_some_and(|free| free < TYPICAL_RSS + RESERVE)
-        {
-            return;
-        }
-        let Some(session) = start
-            .args
-            .iter()
-            .position(|a| a == "--session-id")
-            .and_then(|i| start.args.get(i + 1))
-            .cloned()
-        else {
-            return;
-        };
-        match spawn(start) {
-            Ok(mut entry) => {
-                crate::debug!("keeper: a CLI ready for the next conversation ({session})");
-                entry.session = session;
-                entry.key = key;
-                entry.ready = true;
-                let id = self.id();
-                self.entries.insert(id, entry);
+            .collect()
+    }
+
+    /// End `ids`: `graceful`ly, their stdin closed (the asker holds their
+    /// sessions' lease), else as [`stop_leased`](Self::stop_leased) does.
+    /// Those still to exit.
+    pub fn end(&mut self, ids: Vec<u64>, graceful: bool) -> Vec<u64> {
+        for &id in &ids {
+            if graceful {
+                if let Some(entry) = self.entries.get_mut(&id) {
+                    entry.stop();
+                }
+            } else {
+                self.stop_leased(id);
             }
-            Err(e) => crate::debug!("keeper: starting a ready CLI failed: {e}"),
         }
+        ids.into_iter().filter(|&id| self.holds(id)).collect()
+    }
+
+    /// The machine has less than `bytes` free.
+    pub(super) fn short_of(&self, bytes: u64) -> bool {
+        self.spawner
+            .available_memory()
+            .is_some_and(|free| free < bytes)
     }
 
     /// Room for one more live process: within the count, the memory budget
     /// and what the machine has free, ending idle ones (least recently used
-    /// first) as needed. `Some(why)`: no room (the turn runs cold).
-    pub(super) fn make_room(&mut self) -> Option<String> {
+    /// first) as needed. `Err`: no room (the turn runs cold), and the bound.
+    fn make_room(&mut self) -> Result<(), Room> {
         loop {
-            let pool = self.pool();
-            let why = if pool.count >= self.cfg.max {
-                format!("{} live processes (at most {})", pool.count, self.cfg.max)
-            } else if pool.rss + TYPICAL_RSS > self.cfg.memory {
-                format!(
-                    "the live processes hold {} MiB (at most {} MiB)",
-                    pool.rss >> 20,
-                    self.cfg.memory >> 20
-                )
-            } else if available_memory().is_some_and(|free| free < TYPICAL_RSS + RESERVE) {
-                "the machine is short of free memory".to_string()
+            let held = self.held();
+            let full = if held.count >= self.limits.max {
+                Room::Count {
+                    count: held.count,
+                    max: self.limits.max,
+                }
+            } else if held.rss + TYPICAL_RSS > self.limits.memory {
+                Room::Memory {
+                    held: held.rss,
+                    budget: self.limits.memory,
+                }
+            } else if self.short_of(TYPICAL_RSS + RESERVE) {
+                Room::MachineShort
             } else {
-                return None;
+                return Ok(());
             };
             match self.least_recently_used() {
                 Some(old) => self.stop_leased(old),
-                None => return Some(format!("no room: {why}, all busy")),
+                None => return Err(full),
             }
         }
     }
 
     /// Idle processes past the memory budget or the machine's free memory
     /// (they grow as their sessions do): the least recently used end.
-    pub(super) fn trim(&mut self) {
-        let pool = self.pool();
-        let short = available_memory().is_some_and(|free| free < RESERVE);
-        if pool.rss > self.cfg.memory || (short && pool.count > 0) {
+    pub fn trim(&mut self) {
+        let held = self.held();
+        let short = self.short_of(RESERVE);
+        if held.rss > self.limits.memory || (short && held.count > 0) {
             if let Some(old) = self.least_recently_used() {
                 crate::debug!(
                     "keeper: {} MiB held, ending the least recently used",
-                    pool.rss >> 20
+                    held.rss >> 20
                 );
                 self.stop_leased(old);
             }
         }
     }
 
-    pub(super) fn least_recently_used(&self) -> Option<u64> {
+    /// The idle CLI to end first: a ready one nobody came for, else the one
+    /// used longest ago.
+    fn least_recently_used(&self) -> Option<u64> {
         self.entries
             .iter()
             .filter(|(_, e)| e.state == State::Idle)
@@ -253,64 +353,25 @@ impl Keeper {
             .map(|(k, _)| *k)
     }
 
-    /// The live processes (not those ending) and their resident memory.
-    pub(super) fn pool(&self) -> Pool {
+    pub(super) fn held(&self) -> Held {
         let live: Vec<&Entry> = self
             .entries
             .values()
             .filter(|e| !matches!(e.state, State::Stopping { .. }))
             .collect();
-        Pool {
+        Held {
             count: live.len(),
             rss: live
                 .iter()
-                .map(|e| rss(e.child.id()).unwrap_or(TYPICAL_RSS))
+                .map(|e| e.child.rss().unwrap_or(TYPICAL_RSS))
                 .sum(),
         }
     }
 
-    pub(super) fn lend(&mut self, conn: u64, e: u64, fresh: bool) {
-        let Some(entry) = self.entries.get_mut(&e) else {
-            return;
-        };
-        let Some(stdin) = entry.stdin.as_ref() else {
-            return self.reply(
-                conn,
-                &Reply::Miss {
-                    why: "ending".into(),
-                },
-                &[],
-            );
-        };
-        entry.state = State::Lent(conn);
-        entry.lent_at =
-            session_file(entry).and_then(|f| std::fs::metadata(f).ok().map(|m| m.len()));
-        let fds = [
-            stdin.as_raw_fd(),
-            entry.stdout.as_raw_fd(),
-            entry.stderr.as_raw_fd(),
-        ];
-        let reply = Reply::Lent {
-            pid: entry.child.id() as i32,
-            fresh,
-            turns: entry.turns,
-            began_fresh: entry.began_fresh,
-        };
-        if let Some(c) = self.conns.get_mut(&conn) {
-            c.lent = Some(e);
-        }
-        self.reply(conn, &reply, &fds);
-    }
-
     /// Any output or end of an idle process: it is not in a state to serve.
-    pub(super) fn watch_idle(&mut self) {
+    pub fn watch_idle(&mut self) {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        let ids: Vec<u64> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.state == State::Idle)
-            .map(|(k, _)| *k)
-            .collect();
+        let ids: Vec<u64> = self.idle(None);
         for id in ids {
             // Which of its pipes has something (or was closed): only that
             // one is read, so the keeper never blocks on the other.
@@ -329,12 +390,11 @@ impl Keeper {
                 }
             };
             if let Some(fd) = stirred {
-                let e = &mut self.entries.get_mut(&id).expect("listed above");
                 let mut peek = [0u8; 512];
                 let n = nix::unistd::read(fd, &mut peek).unwrap_or(0);
                 crate::debug!(
                     "keeper: idle {} stirred ({}); ending it",
-                    e.session,
+                    self.entries[&id].session,
                     String::from_utf8_lossy(&peek[..n])
                 );
                 self.stop_leased(id);
@@ -345,7 +405,7 @@ impl Keeper {
     /// End an entry without a turn holding its session: under the lease
     /// (the CLI's closing records must not meet another writer); a process
     /// whose session moved on is killed without them.
-    pub(super) fn stop_leased(&mut self, id: u64) {
+    pub fn stop_leased(&mut self, id: u64) {
         let Some(entry) = self.entries.get_mut(&id) else {
             return;
         };
@@ -366,7 +426,7 @@ impl Keeper {
         match lease {
             Lease::Taken => {
                 entry.leased = true;
-                stop(entry);
+                entry.stop();
                 // It only writes its closing records now: a turn of its
                 // conversation arriving meanwhile waits for it (a bounded
                 // time) rather than branching.
@@ -377,20 +437,22 @@ impl Keeper {
             // A turn is writing the session now: try again later.
             Lease::Held { .. } => entry.want_stop = true,
             Lease::NotHead => {
-                let _ = nix::sys::signal::kill(pid(entry), nix::sys::signal::Signal::SIGKILL);
-                stop(entry);
+                entry.child.kill();
+                entry.stop();
             }
         }
     }
 
-    pub(super) fn reap(&mut self) {
+    /// Forget the CLIs that exited (their leases released), and hurry those
+    /// slow to finish: SIGTERM, then SIGKILL.
+    pub fn reap(&mut self) -> Reaped {
+        let mut reaped = Reaped::default();
         let mut gone = Vec::new();
-        let mut endings = Vec::new();
         for (id, e) in self.entries.iter_mut() {
             match e.child.try_wait() {
                 Ok(Some(status)) => {
                     if let State::Lent(conn) = e.state {
-                        endings.push((conn, status));
+                        reaped.ended.push((conn, status));
                     }
                     gone.push(*id);
                 }
@@ -401,22 +463,12 @@ impl Keeper {
                         // Within the time a next turn waits for a draining
                         // lease (turn::lookup's DRAIN_WAIT).
                         if waited > Duration::from_secs(4) {
-                            let _ = e.child.kill();
+                            e.child.kill();
                         } else if waited > Duration::from_millis(1500) {
-                            let _ =
-                                nix::sys::signal::kill(pid(e), nix::sys::signal::Signal::SIGTERM);
+                            e.child.terminate();
                         }
                     }
                 }
-            }
-        }
-        for (conn, status) in endings {
-            let wants = self.conns.get_mut(&conn).map(|c| {
-                c.ended = Some(status);
-                std::mem::take(&mut c.wants_end)
-            });
-            if wants == Some(true) {
-                self.reply(conn, &ended(status), &[]);
             }
         }
         for id in gone {
@@ -427,34 +479,17 @@ impl Keeper {
                     }
                 }
                 if let State::Lent(conn) = e.state {
-                    if let Some(c) = self.conns.get_mut(&conn) {
-                        c.lent = None;
-                    }
+                    reaped.freed.push(conn);
                 }
             }
-            self.last_activity = Instant::now();
+            reaped.any = true;
         }
-        // Requests that waited for exits.
-        let ready: Vec<(u64, Request)> = self
-            .conns
-            .iter_mut()
-            .filter_map(|(id, c)| {
-                let (ids, _) = c.waiting.as_ref()?;
-                if ids.iter().any(|e| self.entries.contains_key(e)) {
-                    return None;
-                }
-                c.waiting.take().map(|(_, r)| (*id, r))
-            })
-            .collect();
-        for (conn, then) in ready {
-            self.answer(conn, then);
-            self.read_conn(conn);
-        }
+        reaped
     }
 
-    pub(super) fn expire(&mut self) {
-        self.store_pool.expire();
-        let ttl = self.cfg.ttl;
+    /// End the idle CLIs past their time (or waiting to end).
+    pub fn expire(&mut self) {
+        let ttl = self.limits.ttl;
         let old: Vec<u64> = self
             .entries
             .iter()
@@ -471,32 +506,27 @@ impl Keeper {
         }
     }
 
-    pub(super) fn drain(&mut self) {
+    /// Lend nothing more, and end the idle.
+    pub fn drain(&mut self) {
         self.draining = true;
-        let ids: Vec<u64> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.state == State::Idle)
-            .map(|(k, _)| *k)
-            .collect();
-        for id in ids {
+        for id in self.idle(None) {
             self.stop_leased(id);
         }
     }
 
-    pub(super) fn status(&self) -> Status {
+    pub fn status(&self, build: &str) -> Status {
         Status {
             pid: std::process::id(),
-            build: self.cfg.build.clone(),
-            max: self.cfg.max,
-            memory: self.cfg.memory,
-            ttl_secs: self.cfg.ttl.as_secs(),
+            build: build.to_owned(),
+            max: self.limits.max,
+            memory: self.limits.memory,
+            ttl_secs: self.limits.ttl.as_secs(),
             live: self
                 .entries
                 .values()
                 .map(|e| Live {
                     session: e.session.clone(),
-                    pid: e.child.id() as i32,
+                    pid: e.pid() as i32,
                     state: match e.state {
                         State::Idle if e.ready => LiveState::Ready,
                         State::Idle => LiveState::Idle,
@@ -507,9 +537,354 @@ impl Keeper {
                     cwd: e.cwd.clone(),
                     idle_secs: e.last_used.elapsed().as_secs(),
                     age_secs: e.started.elapsed().as_secs(),
-                    rss_bytes: rss(e.child.id()),
+                    rss_bytes: e.child.rss(),
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::Fake;
+    use super::*;
+    use crate::warm::protocol::Start;
+    use std::time::Duration;
+
+    const MIB: u64 = 1 << 20;
+
+    fn start(session: &str) -> Start {
+        Start {
+            program: "claude".into(),
+            args: vec!["--session-id".into(), session.into()],
+            env: vec![],
+            cwd: "/project".into(),
+            settings: Default::default(),
+        }
+    }
+
+    fn turn(session: &str) -> Request {
+        Request::Turn {
+            session: session.into(),
+            head: None,
+            key: "k".into(),
+            file_size: None,
+            start: Some(Box::new(start(session))),
+            ready: None,
+        }
+    }
+
+    fn pool(fake: &Fake, max: usize, memory: u64) -> Pool {
+        let limits = Limits {
+            max,
+            memory,
+            ttl: Duration::from_secs(600),
+        };
+        Pool::new(limits, None, Box::new(fake.clone()))
+    }
+
+    /// Lend `session`'s CLI to `conn`: its entry, and the reply.
+    fn lend(p: &mut Pool, conn: u64, session: &str) -> (u64, Reply) {
+        match p.turn(conn, &turn(session)) {
+            ForTurn::Lent { id, reply, .. } => (id, reply),
+            ForTurn::EndFirst(id) => panic!("{session}: {id} to end first"),
+            ForTurn::Miss(why) => panic!("{session}: {why}"),
+        }
+    }
+
+    /// A turn of `session` served and given back, healthy: its entry.
+    fn served(p: &mut Pool, session: &str) -> u64 {
+        let (id, _) = lend(p, 1, session);
+        p.give_back(id, true, None, None, None);
+        // Turns given back in the same instant would tie for the least
+        // recently used.
+        std::thread::sleep(Duration::from_millis(2));
+        id
+    }
+
+    fn miss(p: &mut Pool, session: &str) -> Miss {
+        match p.turn(9, &turn(session)) {
+            ForTurn::Miss(why) => why,
+            _ => panic!("{session} was served"),
+        }
+    }
+
+    fn state(p: &Pool, id: u64) -> Option<State> {
+        p.entries.get(&id).map(|e| e.state)
+    }
+
+    fn stopping(p: &Pool, id: u64) -> bool {
+        matches!(state(p, id), Some(State::Stopping { .. }))
+    }
+
+    #[test]
+    fn a_full_pool_ends_the_least_recently_used_idle_cli() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 2, 1 << 40);
+        let a = served(&mut p, "A");
+        let b = served(&mut p, "B");
+        // A served again: B is now the one used longest ago.
+        assert_eq!(served(&mut p, "A"), a);
+        let (c, _) = lend(&mut p, 1, "C");
+        assert!(stopping(&p, b) && fake.kid("B").killed(), "B ends");
+        assert_eq!(state(&p, a), Some(State::Idle));
+        assert_eq!(state(&p, c), Some(State::Lent(1)));
+        assert!(!fake.kid("A").killed());
+        // Nothing idle to end: no room, and nothing ended.
+        let _ = lend(&mut p, 2, "A");
+        p.reap();
+        assert_eq!(
+            miss(&mut p, "D"),
+            Miss::NoRoom(Room::Count { count: 2, max: 2 })
+        );
+        assert_eq!(fake.kids().len(), 3);
+        assert!(!stopping(&p, a) && !stopping(&p, c));
+    }
+
+    #[test]
+    fn a_ready_cli_nobody_came_for_ends_before_a_conversations() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 2, 1 << 40);
+        let a = served(&mut p, "A");
+        p.start_ready("k".into(), &start("R"));
+        let _ = lend(&mut p, 1, "C");
+        assert!(fake.kid("R").killed(), "the ready one ends");
+        assert_eq!(state(&p, a), Some(State::Idle));
+    }
+
+    #[test]
+    fn the_memory_bound_ends_the_least_recently_used() {
+        let fake = Fake::default();
+        // Room for two CLIs of 200 MiB, not a third (one is taken to need
+        // TYPICAL_RSS until it runs).
+        let mut p = pool(&fake, 10, 600 * MIB);
+        let a = served(&mut p, "A");
+        fake.kid("A").set_rss(200 * MIB);
+        let b = served(&mut p, "B");
+        fake.kid("B").set_rss(200 * MIB);
+        let (c, _) = lend(&mut p, 1, "C");
+        assert!(stopping(&p, a) && fake.kid("A").killed(), "A ends");
+        assert!(!stopping(&p, b) && !stopping(&p, c));
+        p.give_back(c, true, None, None, None);
+        fake.kid("C").set_rss(200 * MIB);
+        p.reap();
+        // Within the budget, nothing ends; past it (C grew), the least
+        // recently used does.
+        p.trim();
+        assert!(!stopping(&p, b) && !stopping(&p, c));
+        fake.kid("C").set_rss(500 * MIB);
+        p.trim();
+        assert!(stopping(&p, b) && !stopping(&p, c));
+        // All lent and past the budget: no room.
+        p.reap();
+        let _ = lend(&mut p, 1, "C");
+        assert_eq!(
+            miss(&mut p, "D"),
+            Miss::NoRoom(Room::Memory {
+                held: 500 * MIB,
+                budget: 600 * MIB
+            })
+        );
+        assert_eq!(
+            miss(&mut p, "D").to_string(),
+            "no room: the live processes hold 500 MiB (at most 600 MiB), all busy"
+        );
+    }
+
+    #[test]
+    fn a_machine_short_of_memory_starts_none_and_ends_the_idle() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 10, 1 << 40);
+        let a = served(&mut p, "A");
+        let b = served(&mut p, "B");
+        fake.set_free(Some(TYPICAL_RSS + RESERVE - 1));
+        // The idle end to make room; the machine is still short.
+        assert_eq!(miss(&mut p, "C"), Miss::NoRoom(Room::MachineShort));
+        assert!(stopping(&p, a) && stopping(&p, b));
+        p.reap();
+        fake.set_free(None);
+        let d = served(&mut p, "D");
+        // Below the reserve itself, the idle end.
+        fake.set_free(Some(RESERVE));
+        p.trim();
+        assert!(!stopping(&p, d));
+        fake.set_free(Some(RESERVE - 1));
+        p.trim();
+        assert!(stopping(&p, d));
+    }
+
+    #[test]
+    fn a_ready_cli_is_reserved_once_and_lent_to_its_new_conversation() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 4, 1 << 40);
+        p.start_ready("k".into(), &start("R"));
+        // One per key.
+        p.start_ready("k".into(), &start("R2"));
+        assert_eq!(fake.kids().len(), 1);
+        assert_eq!(p.reserve_ready("another key"), None);
+        assert_eq!(p.reserve_ready("k").as_deref(), Some("R"));
+        assert_eq!(p.reserve_ready("k"), None, "reserved once");
+        let (id, reply) = lend(&mut p, 1, "R");
+        assert_eq!(fake.kids().len(), 1, "no new CLI started");
+        assert_eq!(
+            reply,
+            Reply::Lent {
+                pid: fake.kid("R").pid() as i32,
+                fresh: true,
+                turns: 0,
+                began_fresh: true,
+            }
+        );
+        assert_eq!(state(&p, id), Some(State::Lent(1)));
+    }
+
+    #[test]
+    fn a_ready_cli_of_another_key_or_too_old_serves_no_one() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 4, 1 << 40);
+        p.start_ready("k1".into(), &start("R1"));
+        // The directory's environment or files changed: a new key.
+        p.start_ready("k2".into(), &start("R2"));
+        assert!(fake.kid("R1").killed());
+        p.reap();
+        assert_eq!(p.reserve_ready("k1"), None);
+        assert!(!fake.kid("R2").killed());
+        // Past its time: not reserved, and ended.
+        let (&id, e) = p.entries.iter_mut().find(|(_, e)| e.ready).unwrap();
+        e.started -= READY_FOR;
+        assert_eq!(p.reserve_ready("k2"), None);
+        p.expire();
+        assert!(stopping(&p, id) && fake.kid("R2").killed());
+    }
+
+    #[test]
+    fn a_lent_cli_is_not_lent_twice_nor_released() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 4, 1 << 40);
+        let (id, _) = lend(&mut p, 1, "A");
+        assert_eq!(miss(&mut p, "A"), Miss::Busy);
+        assert_eq!(p.release("A"), Err(Miss::InUse));
+        assert_eq!(p.idle(None), Vec::<u64>::new());
+        assert_eq!(fake.kids().len(), 1);
+        assert_eq!(state(&p, id), Some(State::Lent(1)));
+        // Back from its turn, it serves the next, and may be released.
+        p.give_back(id, true, None, None, None);
+        let (again, reply) = lend(&mut p, 2, "A");
+        assert_eq!(again, id);
+        assert!(matches!(
+            reply,
+            Reply::Lent {
+                fresh: false,
+                turns: 1,
+                ..
+            }
+        ));
+        p.give_back(id, true, None, None, None);
+        assert_eq!(p.release("A"), Ok(vec![id]));
+        // Back unhealthy: it ends.
+        let (b, _) = lend(&mut p, 3, "B");
+        p.give_back(b, false, None, None, None);
+        assert!(stopping(&p, b));
+    }
+
+    #[test]
+    fn a_cli_that_cannot_serve_ends_first() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 4, 1 << 40);
+        let a = served(&mut p, "A");
+        let mut moved = turn("A");
+        if let Request::Turn { head, .. } = &mut moved {
+            *head = Some("elsewhere".into());
+        }
+        assert!(matches!(p.turn(1, &moved), ForTurn::EndFirst(id) if id == a));
+        // Someone else wrote the session: killed, without its closing
+        // records.
+        assert!(fake.kid("A").killed());
+        assert_eq!(p.end(vec![a], true), vec![a]);
+        p.reap();
+        assert!(!p.holds(a));
+        assert!(matches!(p.turn(1, &moved), ForTurn::Lent { .. }));
+    }
+
+    #[test]
+    fn dead_clis_are_reaped_and_idle_ones_expire() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 4, 1 << 40);
+        let a = served(&mut p, "A");
+        let (b, _) = lend(&mut p, 7, "B");
+        // An idle one exits on its own; a lent one dies mid-turn.
+        fake.kid("A").exit(0);
+        fake.kid("B").exit(3);
+        let reaped = p.reap();
+        assert!(!p.holds(a) && !p.holds(b) && p.is_empty());
+        assert!(reaped.any);
+        assert_eq!(reaped.freed, vec![7]);
+        assert_eq!(reaped.ended.len(), 1);
+        assert_eq!((reaped.ended[0].0, reaped.ended[0].1.code()), (7, Some(3)));
+        // Idle past its TTL: ended.
+        let c = served(&mut p, "C");
+        p.expire();
+        assert!(!stopping(&p, c));
+        p.entries.get_mut(&c).unwrap().last_used -= Duration::from_secs(600);
+        p.expire();
+        assert!(stopping(&p, c));
+        p.reap();
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn a_stirring_idle_cli_ends() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 4, 1 << 40);
+        let a = served(&mut p, "A");
+        p.watch_idle();
+        assert!(!stopping(&p, a));
+        fake.kid("A").say(b"unasked\n");
+        p.watch_idle();
+        assert!(stopping(&p, a));
+    }
+
+    #[test]
+    fn a_cli_slow_to_finish_is_hurried() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 4, 1 << 40);
+        let a = served(&mut p, "A");
+        let kid = fake.kid("A");
+        kid.stubborn();
+        p.end(vec![a], true);
+        let since = |p: &mut Pool, secs: u64| {
+            p.entries.get_mut(&a).unwrap().state = State::Stopping {
+                since: Instant::now() - Duration::from_secs(secs),
+            };
+        };
+        p.reap();
+        assert!(!kid.terminated() && !kid.killed());
+        since(&mut p, 2);
+        p.reap();
+        assert!(kid.terminated() && !kid.killed());
+        since(&mut p, 5);
+        p.reap();
+        assert!(kid.killed());
+        p.reap();
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn a_failed_start_is_a_miss() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 4, 1 << 40);
+        fake.fail_next();
+        assert!(matches!(miss(&mut p, "A"), Miss::SpawnFailed(_)));
+        assert!(p.is_empty());
+        let mut no_start = turn("A");
+        if let Request::Turn { start, .. } = &mut no_start {
+            *start = None;
+        }
+        assert!(matches!(
+            p.turn(1, &no_start),
+            ForTurn::Miss(Miss::NoLiveProcess)
+        ));
+        p.drain();
+        assert_eq!(miss(&mut p, "A"), Miss::Draining);
     }
 }
