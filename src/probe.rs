@@ -22,9 +22,11 @@ pub struct Capabilities {
     pub resume_session_at: bool,
 }
 
-/// The newest Claude Code release this build's tests ran against (the pin of
-/// `.ci/claude-code-version`; a test keeps the two the same).
-pub const NEWEST_TESTED: &str = "2.1.330";
+/// The newest Claude Code release this build's tests ran against: the main
+/// pin (`.ci/claude-code-version`) or the `newest` of
+/// `.ci/claude-code-versions-extra`, where CI runs the core e2e tests (a test
+/// keeps them the same).
+pub const NEWEST_TESTED: &str = "2.1.332";
 
 /// `major.minor.patch` of a version word (`2.1.330`), for comparing.
 pub fn release(version: &str) -> Option<(u64, u64, u64)> {
@@ -171,9 +173,18 @@ fn contains(path: &Path, needle: &[u8]) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn the_newest_tested_release_is_the_pinned_one() {
-        let pinned = include_str!("../.ci/claude-code-version");
-        assert_eq!(super::NEWEST_TESTED, pinned.trim());
+    fn the_newest_tested_release_is_the_newest_ci_runs() {
+        // The main pin, or a newer release CI runs the core e2e tests on.
+        let pinned = include_str!("../.ci/claude-code-version").trim();
+        let extra = include_str!("../.ci/claude-code-versions-extra");
+        let newest = extra
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or(""))
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .chain([pinned])
+            .max_by_key(|v| super::release(v))
+            .unwrap();
+        assert_eq!(super::NEWEST_TESTED, newest);
     }
 
     #[test]
@@ -185,7 +196,7 @@ mod tests {
             session_id: true,
             resume_session_at: true,
         };
-        assert!(caps("2.1.332").newer_than_tested());
+        assert!(caps("2.1.333").newer_than_tested());
         assert!(caps("2.2.0").newer_than_tested());
         assert!(!caps(super::NEWEST_TESTED).newer_than_tested());
         assert!(!caps("2.1.302").newer_than_tested());
