@@ -15,7 +15,7 @@
 //! - `pg, no readied connection`: one host, `CLAUDE_SHIM_STORE_READY=0`, so each turn
 //!   connects to the server itself instead of taking the connection the keeper readied.
 //!
-//! The CLI is the tests' fake (`tests/fixtures/fake-claude.rs`, compiled), which
+//! The CLI is the tests' fake (`tests/fixtures/fake-claude/`, compiled), which
 //! appends a user and an assistant record to the session file as the real CLI does and
 //! prints the reply (padded to ~1.5 KB): the real CLI's ~450 ms per cold turn would
 //! bury differences of a few milliseconds in its own variance. PostgreSQL is a real server (Debian's

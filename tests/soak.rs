@@ -12,7 +12,7 @@
 //! (default 10) scale it; `SOAK_KEEP=1` keeps the directory. Run as part of
 //! `cargo test` unless a test-name filter that "soak" does not match is given.
 //!
-//! The fake CLI is the tests' (`tests/fixtures/fake-claude.rs`, compiled: no
+//! The fake CLI is the tests' (`tests/fixtures/fake-claude/`, compiled: no
 //! interpreter start-up in the figures). It models `claude -p` at the session
 //! level: `--session-id`, `--resume`, `--resume-session-at`, `--fork-session`;
 //! a session file under `$HOME/.claude/projects/<slug>/<id>.jsonl` with

@@ -20,7 +20,7 @@
 //! - `BENCH_KEEP` — keep the set-up directory (and an `env.sh`) for profiling;
 //! - `BENCH_SHIM` — another claude-shim binary to measure (e.g. a static build).
 //!
-//! The fake CLI is the tests' (`tests/fixtures/fake-claude.rs`, compiled, so
+//! The fake CLI is the tests' (`tests/fixtures/fake-claude/`, compiled, so
 //! no interpreter start-up blurs the figures), told by its knobs
 //! ([`setup::fake_env`]) to answer like a minimal CLI: the shim's
 //! `--version`/`--help` probe at once; a turn reads its prompt and prints

@@ -11,7 +11,7 @@ use super::api::ApiServer;
 use super::cli::{shim_exe, RealCli};
 use super::mask::{mask_volatile, slug};
 
-/// The fake `claude` (`tests/fixtures/fake-claude.rs`, driven by `FAKE_*`).
+/// The fake `claude` (`tests/fixtures/fake-claude/`, driven by `FAKE_*`).
 pub const FAKE: &str = env!("CARGO_BIN_EXE_fake-claude");
 
 /// No arguments, for [`Sandbox::shimmed`] and [`Sandbox::direct`].
