@@ -15,10 +15,10 @@
 //! - `pg, no readied connection`: one host, `CLAUDE_SHIM_STORE_READY=0`, so each turn
 //!   connects to the server itself instead of taking the connection the keeper readied.
 //!
-//! The CLI is a fast fake (this bench binary, started with `FLEET_FAKE` set) that
+//! The CLI is the tests' fake (`tests/fixtures/fake-claude/`, compiled), which
 //! appends a user and an assistant record to the session file as the real CLI does and
-//! prints the reply: the real CLI's ~450 ms per cold turn would bury differences of a
-//! few milliseconds in its own variance. PostgreSQL is a real server (Debian's
+//! prints the reply (padded to ~1.5 KB): the real CLI's ~450 ms per cold turn would
+//! bury differences of a few milliseconds in its own variance. PostgreSQL is a real server (Debian's
 //! `postgresql` package), started on loopback by the bench and stopped at the end.
 //!
 //! Run: `cargo bench --bench fleet` (`BENCH_CONVS`, default 20 conversations a way).
@@ -27,111 +27,17 @@
 #[path = "../tests/support/postgres.rs"]
 mod postgres;
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const FAKE_ENV: &str = "FLEET_FAKE";
+const FAKE: &str = env!("CARGO_BIN_EXE_fake-claude");
 const REPLY_BYTES: usize = 1500;
 const TURNS: usize = 10;
 
 fn shim_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_claude-shim"))
-}
-
-fn flag_value(args: &[String], flag: &str) -> Option<String> {
-    let eq = format!("{flag}=");
-    args.iter().enumerate().find_map(|(i, a)| {
-        if a == flag {
-            args.get(i + 1).cloned()
-        } else {
-            a.strip_prefix(&eq).map(str::to_owned)
-        }
-    })
-}
-
-fn slug(cwd: &str) -> String {
-    cwd.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect()
-}
-
-/// The fake CLI: answers the probe; otherwise appends the turn to the session file
-/// (`--resume S`, `--session-id S`, a fork copying its parent) and prints the reply.
-fn fake_main() -> ! {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut out = std::io::stdout().lock();
-    if args.len() == 1 && (args[0] == "--version" || args[0] == "--help") {
-        let text = if args[0] == "--version" {
-            "2.1.330 (Claude Code)\n"
-        } else {
-            // One option per line, as the real `--help` (the probe reads the
-            // first column); the hidden `--resume-session-at` is found in
-            // the binary, which this string puts there.
-            "Usage: claude [options] [command] [prompt]\n  -r, --resume [value]  Resume\n  \
-             --fork-session  Fork\n  --session-id <uuid>  Use\n  --output-format <format>  \
-             Format\n  (hidden: --resume-session-at <id>)\n"
-        };
-        let _ = out.write_all(text.as_bytes());
-        std::process::exit(0);
-    }
-    let mut prompt = String::new();
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        let _ = stdin.lock().read_to_string(&mut prompt);
-    }
-    let resume = flag_value(&args, "--resume");
-    let new = flag_value(&args, "--session-id");
-    let session = if args.iter().any(|a| a == "--fork-session") {
-        new.clone()
-    } else {
-        resume.clone().or(new.clone())
-    }
-    .unwrap_or_else(|| "d1000000-0000-4000-8000-000000000001".into());
-    let config = std::env::var_os("CLAUDE_CONFIG_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".claude"));
-    let cwd = std::env::current_dir().unwrap();
-    let dir = config.join("projects").join(slug(&cwd.to_string_lossy()));
-    let _ = std::fs::create_dir_all(&dir);
-    let file = dir.join(format!("{session}.jsonl"));
-    if let (Some(parent), true) = (&resume, Some(&session) != resume.as_ref()) {
-        let _ = std::fs::copy(dir.join(format!("{parent}.jsonl")), &file);
-    }
-    let last = prompt
-        .rsplit("Human: ")
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    let mut reply = format!(
-        "fake reply to {}:",
-        last.chars().take(24).collect::<String>()
-    );
-    while reply.len() < REPLY_BYTES {
-        reply.push_str(" lorem ipsum dolor sit amet");
-    }
-    let user = uuid::Uuid::new_v4().to_string();
-    let assistant = uuid::Uuid::new_v4().to_string();
-    let records = format!(
-        "{}\n{}\n",
-        serde_json::json!({"type": "user", "uuid": user, "sessionId": session,
-            "message": {"role": "user", "content": prompt}}),
-        serde_json::json!({"type": "assistant", "uuid": assistant, "parentUuid": user,
-            "sessionId": session, "message": {"id": format!("msg_{assistant}"),
-            "model": "fake", "role": "assistant",
-            "content": [{"type": "text", "text": reply}],
-            "usage": {"input_tokens": 3, "output_tokens": 375}}}),
-    );
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file)
-        .unwrap();
-    let _ = f.write_all(records.as_bytes());
-    let _ = writeln!(out, "{reply}");
-    std::process::exit(0)
 }
 
 /// One host: its HOME (Claude config dir) and shim data dir.
@@ -202,7 +108,7 @@ impl World {
             .env("CLAUDE_SHIM_REAL", &self.fake)
             .env("CLAUDE_SHIM_HOME", &host.shim_home)
             .env("CLAUDE_SHIM_WARM", "0")
-            .env(FAKE_ENV, "1")
+            .env("FAKE_REPLY_PAD", REPLY_BYTES.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -265,9 +171,6 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    if std::env::var_os(FAKE_ENV).is_some() {
-        fake_main();
-    }
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return;
     }
@@ -291,7 +194,7 @@ fn main() {
     let cwd = root.join("work");
     std::fs::create_dir_all(&cwd).unwrap();
     let w = World {
-        fake: std::env::current_exe().unwrap(),
+        fake: PathBuf::from(FAKE),
         sqlite: World::host(&root, "sqlite"),
         pg: [
             World::host(&root, "a"),

@@ -12,170 +12,21 @@
 //! (default 10) scale it; `SOAK_KEEP=1` keeps the directory. Run as part of
 //! `cargo test` unless a test-name filter that "soak" does not match is given.
 //!
-//! The fake CLI is this binary itself, started with `SOAK_FAKE` set (no
+//! The fake CLI is the tests' (`tests/fixtures/fake-claude/`, compiled: no
 //! interpreter start-up in the figures). It models `claude -p` at the session
-//! level like `tests/fixtures/fake-claude`: `--session-id`, `--resume`,
-//! `--resume-session-at` (named here, so the shim's probe finds the
-//! capability in this binary), `--fork-session`; a session file under
-//! `$HOME/.claude/projects/<slug>/<id>.jsonl` with user/assistant records
-//! carrying uuids; text output. Its reply lists the `<<tags>>` of the user
-//! messages in its context.
+//! level: `--session-id`, `--resume`, `--resume-session-at`, `--fork-session`;
+//! a session file under `$HOME/.claude/projects/<slug>/<id>.jsonl` with
+//! user/assistant records carrying uuids; text output. Its reply lists the
+//! `<<tags>>` of the user messages in its context.
 
-use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SHIM: &str = env!("CARGO_BIN_EXE_claude-shim");
-const FAKE_ENV: &str = "SOAK_FAKE";
-
-// ---- the fake ----------------------------------------------------------------------
-
-fn value(args: &[String], flag: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == flag)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-fn new_uuid() -> String {
-    uuid_from(&{
-        let mut b = [0u8; 16];
-        if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-            let _ = f.read_exact(&mut b);
-        }
-        b
-    })
-}
-
-fn uuid_from(b: &[u8; 16]) -> String {
-    let mut b = *b;
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
-}
-
-fn tags_in(text: &str) -> Vec<String> {
-    let mut tags = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("<<") {
-        let Some(len) = rest[start..].find(">>") else {
-            break;
-        };
-        tags.push(rest[start + 2..start + len].to_string());
-        rest = &rest[start + len + 2..];
-    }
-    tags
-}
-
-fn find_session(config: &Path, id: &str) -> Option<PathBuf> {
-    std::fs::read_dir(config.join("projects"))
-        .ok()?
-        .flatten()
-        .map(|d| d.path().join(format!("{id}.jsonl")))
-        .find(|p| p.is_file())
-}
-
-fn fake() -> ! {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.as_slice() {
-        [v] if v == "--version" => {
-            println!("2.1.330 (Claude Code)");
-            std::process::exit(0)
-        }
-        [h] if h == "--help" => {
-            println!("-r, --resume [value]  --fork-session  --session-id <uuid>");
-            println!("(hidden: --resume-session-at <message id>)");
-            std::process::exit(0)
-        }
-        _ => {}
-    }
-    let mut prompt = String::new();
-    let _ = std::io::stdin().read_to_string(&mut prompt);
-    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME"));
-    let config = home.join(".claude");
-    let cwd = std::env::current_dir().expect("cwd");
-    let slug: String = cwd
-        .to_string_lossy()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let project = config.join("projects").join(slug);
-    let mut history: Vec<Value> = Vec::new();
-    let (sid, fork) = match value(&args, "--resume") {
-        Some(s) => {
-            let Some(file) = find_session(&config, &s) else {
-                eprintln!("No conversation found with session ID: {s}");
-                std::process::exit(1)
-            };
-            history = std::fs::read_to_string(file)
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect();
-            if let Some(at) = value(&args, "--resume-session-at") {
-                match history.iter().position(|r| r["uuid"] == at.as_str()) {
-                    Some(i) => history.truncate(i + 1),
-                    None => {
-                        eprintln!("No conversation found with session ID: {s}");
-                        std::process::exit(1)
-                    }
-                }
-            }
-            if args.iter().any(|a| a == "--fork-session") {
-                (value(&args, "--session-id").unwrap_or_else(new_uuid), true)
-            } else {
-                (s, false)
-            }
-        }
-        None => (value(&args, "--session-id").unwrap_or_else(new_uuid), false),
-    };
-    let mut tags: Vec<String> = history
-        .iter()
-        .filter(|r| r["type"] == "user")
-        .filter_map(|r| r["message"]["content"].as_str())
-        .flat_map(tags_in)
-        .collect();
-    tags.extend(tags_in(&prompt));
-    let reply = format!("ack {}", tags.join(","));
-    let _ = std::fs::create_dir_all(&project);
-    let mut records: Vec<Value> = if fork { history.clone() } else { Vec::new() };
-    let parent = history
-        .last()
-        .and_then(|r| r["uuid"].as_str().map(str::to_owned));
-    let (uu, au) = (new_uuid(), new_uuid());
-    records.push(
-        json!({"type": "user", "uuid": uu, "parentUuid": parent, "sessionId": sid,
-        "message": {"role": "user", "content": prompt}}),
-    );
-    records.push(
-        json!({"type": "assistant", "uuid": au, "parentUuid": uu, "sessionId": sid,
-        "message": {"role": "assistant", "content": [{"type": "text", "text": reply}]}}),
-    );
-    let mut text = String::new();
-    for r in &records {
-        text.push_str(&r.to_string());
-        text.push('\n');
-    }
-    let file = project.join(format!("{sid}.jsonl"));
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .expect("session file");
-    f.write_all(text.as_bytes()).expect("write session");
-    println!("{reply}");
-    std::process::exit(0)
-}
+const FAKE: &str = env!("CARGO_BIN_EXE_fake-claude");
 
 // ---- the soak ----------------------------------------------------------------------
 
@@ -249,9 +100,6 @@ fn stats(label: &str, turns: &[Turn]) {
 }
 
 fn main() {
-    if std::env::var_os(FAKE_ENV).is_some() {
-        fake();
-    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--list") {
         println!("soak: test");
@@ -277,13 +125,12 @@ fn main() {
         std::fs::create_dir_all(d).expect("mkdir");
     }
     symlink(SHIM, bin.join("claude")).expect("link");
-    let me = std::env::current_exe().expect("current_exe");
+    let fake = Path::new(FAKE);
     let base = |program: &Path| {
         let mut cmd = Command::new(program);
         cmd.env_clear()
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", &home)
-            .env(FAKE_ENV, "1")
             .env("CLAUDE_SHIM_WARM", "0")
             .current_dir(&work)
             .arg("-p");
@@ -312,13 +159,13 @@ fn main() {
 
             let mut shim = base(&bin.join("claude"));
             shim.env("CLAUDE_SHIM_HOME", &shim_home)
-                .env("CLAUDE_SHIM_REAL", &me);
+                .env("CLAUDE_SHIM_REAL", fake);
             let (answer, shim_took) = run(shim, &prompt);
             assert_eq!(
                 answer, want,
                 "turn {k} of conversation {c} through the shim"
             );
-            let (direct_answer, direct_took) = run(base(&me), &prompt);
+            let (direct_answer, direct_took) = run(base(fake), &prompt);
             assert_eq!(direct_answer, want, "turn {k} of conversation {c} directly");
             turns.push(Turn {
                 shim: shim_took,

@@ -20,13 +20,16 @@
 //! - `BENCH_KEEP` — keep the set-up directory (and an `env.sh`) for profiling;
 //! - `BENCH_SHIM` — another claude-shim binary to measure (e.g. a static build).
 //!
-//! The fake CLI is this bench binary itself, started with `OVERHEAD_FAKE` set
-//! (so no interpreter start-up blurs the figures): it answers the shim's
-//! `--version`/`--help` probe, reads all of stdin, and prints what the real
-//! CLI would (text, or stream-json init + assistant + result naming the
-//! session it was given by `--resume`/`--session-id`), so the shim pins.
+//! The fake CLI is the tests' (`tests/fixtures/fake-claude/`, compiled, so
+//! no interpreter start-up blurs the figures), told by its knobs
+//! ([`setup::fake_env`]) to answer like a minimal CLI: the shim's
+//! `--version`/`--help` probe at once; a turn reads its prompt and prints
+//! what the real CLI would (text, or stream-json init + assistant + result
+//! naming the session it was given by `--resume`/`--session-id`, with the
+//! seeded pins' assistant uuid), leaving every session file as it was, so
+//! each resumed run resumes the same head; throughput runs print a flood.
 //!
-//! Modules: `fake` (the fake CLI), `setup` (sandbox, prompts, seeded store),
+//! Modules: `setup` (sandbox, prompts, seeded store, the fake's knobs),
 //! `measure` (interleaved timing, tables), `phases` (in-process steps). The
 //! timed cases are data: [`wall_rows`], [`ttfb_rows`], [`TEE`], [`RSS`].
 
@@ -38,14 +41,12 @@ fn shim_exe() -> PathBuf {
 }
 /// GNU time, for peak RSS (`apt-get install time`).
 const TIME: &str = "/usr/bin/time";
-/// Selects the fake's behaviour: `run`, `ttfb`, `bytes`, `lines`.
-const FAKE_ENV: &str = "OVERHEAD_FAKE";
-/// Bytes the `bytes`/`lines` fake prints.
-const FAKE_BYTES_ENV: &str = "OVERHEAD_FAKE_BYTES";
+/// The fake CLI.
+const FAKE: &str = env!("CARGO_BIN_EXE_fake-claude");
 /// The assistant message uuid every fake reply carries; seeded pins end at it
 /// and the session files name it last, so a resumed turn stays the head.
 const ASSISTANT_UUID: &str = "5e1f0000-0000-4000-8000-00000000a551";
-/// Session id the fake reports when it was given none (direct runs).
+/// The session id of the stream-json lines the observer phase reads.
 const DIRECT_SESSION: &str = "d1000000-0000-4000-8000-000000000001";
 const REPLY_BYTES: usize = 1500;
 const SIZES: [(&str, usize); 3] = [
@@ -54,13 +55,14 @@ const SIZES: [(&str, usize); 3] = [
     ("1 MiB", 1 << 20),
 ];
 
-mod fake;
 mod measure;
 mod phases;
 mod setup;
 
 use measure::{compare_in, drain, env_or, first_byte, header, machine, quantile, row, wall};
-use setup::{seed_pins, seed_resumable, transcript, Case, Setup, MANAGED_ARGS};
+use setup::{
+    fake_env, flood_var, seed_pins, seed_resumable, transcript, Case, Setup, MANAGED_ARGS,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -197,9 +199,6 @@ const RSS: [(bool, &[&str], bool); 4] = [
 ];
 
 fn main() {
-    if let Ok(mode) = std::env::var(FAKE_ENV) {
-        fake::main(&mode);
-    }
     let n: usize = env_or("BENCH_N", 100usize).max(1);
     let pins: usize = env_or("BENCH_PINS", 100_000usize);
     let tee_bytes: u64 = env_or("BENCH_TEE_BYTES", 1u64 << 30);
@@ -260,8 +259,12 @@ fn main() {
 /// For profiling by hand: the set-up stays, with an env file to source.
 fn keep(s: &Setup) {
     let envf = s.root.join("env.sh");
+    let knobs: String = fake_env("run")
+        .iter()
+        .map(|(k, v)| format!(" {k}='{v}'"))
+        .collect();
     let text = format!(
-        "export HOME={h} CLAUDE_SHIM_REAL={f} CLAUDE_SHIM_HOME={sh} {FAKE_ENV}=run\ncd {w}\n# {c} -p --output-format stream-json --verbose < {r}/resumed-1048576.txt\n",
+        "export HOME={h} CLAUDE_SHIM_REAL={f} CLAUDE_SHIM_HOME={sh}{knobs}\ncd {w}\n# {c} -p --output-format stream-json --verbose < {r}/resumed-1048576.txt\n",
         h = s.home.display(),
         f = s.fake.display(),
         sh = s.shim_home.display(),
@@ -321,7 +324,7 @@ fn tee(s: &Setup, tiny: &Path, tee_bytes: u64, tee_reps: usize) {
     for _ in 0..tee_reps {
         for (k, (_, shim, mode, args)) in TEE.iter().enumerate() {
             let mut cmd = s.timed(*shim, mode, args);
-            cmd.env(FAKE_BYTES_ENV, tee_bytes.to_string());
+            cmd.env(flood_var(mode), tee_bytes.to_string());
             let (got, t) = drain(cmd, Some(tiny));
             assert_eq!(got, tee_bytes, "variant {k}: bytes through");
             results[k].push((got as f64 / t.as_secs_f64() / 1e9, s.last_rss()));

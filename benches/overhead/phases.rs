@@ -5,9 +5,9 @@ use claude_shim::identity;
 use claude_shim::store::Store;
 use std::time::Instant;
 
-use crate::fake::{json_lines_chunk, text_chunk};
 use crate::measure::{ms, quantile};
 use crate::setup::{Case, Setup};
+use crate::DIRECT_SESSION;
 
 /// Median wall time of `f` over `n` calls, in ms.
 pub fn time_ms(n: usize, mut f: impl FnMut()) -> f64 {
@@ -324,4 +324,35 @@ fn content_case(
     }
     drop(store);
     (place, args, caps, text)
+}
+
+/// 1 MiB of text in 100-byte lines.
+fn text_chunk() -> Vec<u8> {
+    let mut v = Vec::with_capacity(1 << 20);
+    let mut i = 0u32;
+    while v.len() < 1 << 20 {
+        v.push(if v.len() % 100 == 99 {
+            b'\n'
+        } else {
+            b'a' + (i % 26) as u8
+        });
+        i = i.wrapping_mul(1_103_515_245).wrapping_add(12345) >> 3;
+    }
+    v
+}
+
+/// ~1 MiB of stream-json `stream_event` lines of ~1 KiB (what
+/// `--include-partial-messages` prints, in the CLI's key order), cut at a
+/// line end.
+fn json_lines_chunk() -> Vec<u8> {
+    let text = serde_json::to_string(&"lorem ipsum dolor sit amet ".repeat(36)).expect("json");
+    let line = format!(
+        r#"{{"type":"stream_event","event":{{"type":"content_block_delta","index":0,"delta":{{"type":"text_delta","text":{text}}}}},"session_id":"{DIRECT_SESSION}","parent_tool_use_id":null,"uuid":"00000000-0000-4000-8000-0000000000e1"}}"#
+    );
+    let mut v = Vec::with_capacity(1 << 20);
+    while v.len() + line.len() < 1 << 20 {
+        v.extend_from_slice(line.as_bytes());
+        v.push(b'\n');
+    }
+    v
 }

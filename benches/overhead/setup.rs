@@ -13,7 +13,46 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{shim_exe, ASSISTANT_UUID, FAKE_ENV, TIME};
+use crate::{shim_exe, ASSISTANT_UUID, FAKE, REPLY_BYTES, TIME};
+
+/// The fake's knobs for `mode`: `run` (a turn: the reply of `REPLY_BYTES`,
+/// for the session it was given, leaving session files as they were, its
+/// assistant message `ASSISTANT_UUID`), `ttfb` (the same, in two parts 50 ms
+/// apart: the first line or byte, then the rest), `bytes` or `lines` (a flood
+/// of [`flood_var`] bytes: varied bytes, or ~1 KiB stream-json lines; no turn).
+pub fn fake_env(mode: &str) -> Vec<(&'static str, String)> {
+    let turn = || {
+        let mut reply = String::from("fake reply:");
+        while reply.len() < REPLY_BYTES {
+            reply.push_str(" lorem ipsum dolor sit amet");
+        }
+        reply.truncate(REPLY_BYTES);
+        vec![
+            ("FAKE_STATELESS", "1".to_owned()),
+            ("FAKE_ASSISTANT_UUID", ASSISTANT_UUID.to_owned()),
+            ("FAKE_REPLY", reply),
+            ("FAKE_COST", "0.01".to_owned()),
+        ]
+    };
+    match mode {
+        "run" => turn(),
+        "ttfb" => {
+            let mut env = turn();
+            env.push(("FAKE_TTFB", "0.05".to_owned()));
+            env
+        }
+        "bytes" | "lines" => vec![("FAKE_TURN", "0".to_owned())],
+        _ => panic!("no fake mode {mode}"),
+    }
+}
+
+/// The knob that sets how many bytes the `bytes` or `lines` fake prints.
+pub fn flood_var(mode: &str) -> &'static str {
+    match mode {
+        "lines" => "FAKE_EVENTS",
+        _ => "FAKE_BYTES",
+    }
+}
 
 pub struct Setup {
     _dir: tempfile::TempDir,
@@ -23,7 +62,7 @@ pub struct Setup {
     pub shim_home: PathBuf,
     /// `claude` → the shim.
     pub claude: PathBuf,
-    /// The fake CLI (this binary).
+    /// `<bin>/fake-claude`: the fake CLI.
     pub fake: PathBuf,
 }
 
@@ -43,7 +82,7 @@ impl Setup {
         let claude = bin.join("claude");
         symlink(shim_exe(), &claude).expect("link shim");
         let fake = bin.join("fake-claude");
-        symlink(std::env::current_exe().expect("current_exe"), &fake).expect("link fake");
+        symlink(FAKE, &fake).expect("link fake");
         Setup {
             _dir: dir,
             root,
@@ -98,7 +137,7 @@ impl Setup {
             // The fake answers one message per process: cold turns only.
             .env("CLAUDE_SHIM_WARM", "0")
             .env("CLAUDE_SHIM_HOME", &self.shim_home)
-            .env(FAKE_ENV, mode)
+            .envs(fake_env(mode))
             .current_dir(&self.work)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -222,7 +261,7 @@ fn explain(s: &Setup, prompt: &Path) -> Value {
         .env("HOME", &s.home)
         .env("CLAUDE_SHIM_REAL", &s.fake)
         .env("CLAUDE_SHIM_HOME", &s.shim_home)
-        .env(FAKE_ENV, "run")
+        .envs(fake_env("run"))
         .current_dir(&s.work);
     let out = cmd.output().expect("explain");
     assert!(

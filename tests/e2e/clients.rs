@@ -11,8 +11,7 @@
 //! model was sent: every earlier message once, the new one once.
 
 use crate::support::api::{LoggedRequest, TOOL_USE};
-use crate::support::store::run_rows;
-use crate::support::{describe, run, sdk, ApiServer, Chat, Client, Ran, Sandbox};
+use crate::support::{describe, run, sdk, Chat, Client, Ran, World};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,16 +22,25 @@ enum Sdk {
     TypeScript,
 }
 
-struct World {
-    server: ApiServer,
-    sb: Sandbox,
+/// A world our client programs run in.
+struct SdkWorld(World);
+
+impl std::ops::Deref for SdkWorld {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.0
+    }
 }
 
-impl World {
-    fn new() -> World {
-        let server = ApiServer::start();
-        let sb = Sandbox::real(&server);
-        World { server, sb }
+impl std::ops::DerefMut for SdkWorld {
+    fn deref_mut(&mut self) -> &mut World {
+        &mut self.0
+    }
+}
+
+impl SdkWorld {
+    fn new() -> SdkWorld {
+        SdkWorld(World::new())
     }
 
     /// Our client program for `sdk` in `mode`, with `cli` as its path to claude.
@@ -69,14 +77,6 @@ impl World {
         lines(&out)
     }
 
-    /// How each managed turn ran (`cold`, `warm`, `live`, …), in order.
-    fn engines(&self) -> Vec<String> {
-        run_rows(&self.sb.shim_home)
-            .into_iter()
-            .map(|r| r.engine)
-            .collect()
-    }
-
     /// Messages as compared between worlds: this sandbox's ids, times and
     /// paths masked, costs to 6 places.
     fn masked(&self, messages: &[Value]) -> Vec<String> {
@@ -88,7 +88,8 @@ impl World {
 
     /// `(kind, why_code)` of every managed turn, in order.
     fn runs(&self) -> Vec<(String, String)> {
-        run_rows(&self.sb.shim_home)
+        self.0
+            .runs()
             .into_iter()
             .map(|r| (r.kind, r.why_code))
             .collect()
@@ -164,7 +165,7 @@ fn assert_session_holds_each_message_once(w: &World, session: &str, msgs: &[Stri
 }
 
 fn replay_is_resumed(sdk: Sdk, mode: &str) {
-    let w = World::new();
+    let w = SdkWorld::new();
     let n = 5;
     let (turns, _) = w.run_client(sdk, mode, n, "message {k}");
     let replies = replies(&turns, n);
@@ -214,11 +215,11 @@ fn typescript_sdk_starting_the_next_turn_at_the_result_is_resumed() {
 /// messages through the shim as without it (ids, timings and paths masked).
 fn session_is_unchanged(sdk: Sdk) {
     let n = 3;
-    let direct = World::new();
+    let direct = SdkWorld::new();
     let real = direct.sb.real_bin.join("claude");
     let out = run(direct.client(sdk, "session", n, &real, "message {k}"), b"");
     let (d_turns, d_msgs) = lines(&out);
-    let shimmed = World::new();
+    let shimmed = SdkWorld::new();
     let (s_turns, s_msgs) = shimmed.run_client(sdk, "session", n, "message {k}");
     assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
     assert_eq!(direct.masked(&d_msgs), shimmed.masked(&s_msgs));
@@ -280,7 +281,7 @@ fn ephemeral_conversation(w: &World, msgs: &[String]) -> Vec<String> {
 
 #[test]
 fn a_caller_without_persistence_is_resumed_and_its_sessions_go_after_the_ttl() {
-    let mut w = World::new();
+    let mut w = SdkWorld::new();
     w.sb.set_env("CLAUDE_SHIM_EPHEMERAL_TTL", "3s");
     let msgs: Vec<String> = (1..=4).map(|k| format!("ephemeral {k}")).collect();
     ephemeral_conversation(&w, &msgs);
@@ -322,7 +323,7 @@ fn a_caller_without_persistence_is_resumed_and_its_sessions_go_after_the_ttl() {
 
 #[test]
 fn with_persistence_respected_a_caller_without_it_is_left_alone() {
-    let mut w = World::new();
+    let mut w = SdkWorld::new();
     w.sb.set_env("CLAUDE_SHIM_PERSISTENCE", "respect");
     let msgs: Vec<String> = (1..=3).map(|k| format!("respected {k}")).collect();
     ephemeral_conversation(&w, &msgs);
@@ -348,9 +349,8 @@ fn with_persistence_respected_a_caller_without_it_is_left_alone() {
 /// difference is logged), and the turns resume as before.
 #[test]
 fn python_sdk_initialize_is_answered_at_once_after_two_starts_agreed() {
-    let mut w = World::new();
+    let w = SdkWorld::new();
     let log = w.sb.root.join("shim.log");
-    w.sb.set_env("CLAUDE_SHIM_LOG", &log);
     let n = 5;
     let (turns, _) = w.run_client(Sdk::Python, "replay", n, "message {k}");
     let replies = replies(&turns, n);
@@ -409,9 +409,8 @@ fn python_sdk_initialize_is_answered_at_once_after_two_starts_agreed() {
 /// answer dropped, and the session runs in it.
 #[test]
 fn python_sdk_session_client_that_waits_gets_its_cli_started_at_once() {
-    let mut w = World::new();
+    let w = SdkWorld::new();
     let log = w.sb.root.join("shim.log");
-    w.sb.set_env("CLAUDE_SHIM_LOG", &log);
     // Two starts agree: the scope's answer is given at once from now on.
     w.run_client(Sdk::Python, "replay", 2, "learn {k}");
     let mut cmd = w.client(Sdk::Python, "session", 2, &w.sb.shim_claude(), "typed {k}");
@@ -445,16 +444,15 @@ fn python_sdk_session_client_that_waits_gets_its_cli_started_at_once() {
 /// mode), and nothing differs afterwards.
 #[test]
 fn python_sdk_a_changed_settings_file_is_never_answered_from_memory() {
-    let mut w = World::new();
+    let w = SdkWorld::new();
     let log = w.sb.root.join("shim.log");
-    w.sb.set_env("CLAUDE_SHIM_LOG", &log);
     let settings = w.sb.work.join("team-settings.json");
     let write = |style: &str, mode: &str| {
         let text =
             format!(r#"{{"outputStyle":"{style}","permissions":{{"defaultMode":"{mode}"}}}}"#);
         std::fs::write(&settings, text).unwrap();
     };
-    let info = |w: &World, k: usize| -> Value {
+    let info = |w: &SdkWorld, k: usize| -> Value {
         let mut cmd = w.client(
             Sdk::Python,
             "info",
@@ -512,7 +510,7 @@ fn python_sdk_a_changed_settings_file_is_never_answered_from_memory() {
 /// turns run in the conversation's live CLI, and the client gets every turn
 /// answered, one copy of history sent to the model.
 fn sdk_queries_run_warm(sdk: Sdk) {
-    let w = World::new();
+    let w = SdkWorld::new();
     let n = 6;
     let (turns, _) = w.run_client(sdk, "replay", n, "message {k}");
     let replies = replies(&turns, n);
@@ -535,8 +533,8 @@ fn typescript_sdk_queries_run_in_the_live_cli() {
 
 /// A world whose model answers "write file K" with a Write call to
 /// `out-K.txt` in the work directory, and the tool's result with text.
-fn tools_world() -> World {
-    let w = World::new();
+fn tools_world() -> SdkWorld {
+    let w = SdkWorld::new();
     let work = w.sb.work.clone();
     w.server.set_reply(move |req: &LoggedRequest| {
         let last = req.messages().last().cloned().unwrap_or_default();
@@ -574,7 +572,7 @@ fn sdk_callbacks_on_warm_turns(sdk: Sdk) {
     let (s_turns, _) = shimmed.run_client(sdk, "tools", n, prompt);
     let engines = shimmed.engines();
     assert!(engines[3..].iter().all(|e| e == "warm"), "{engines:?}");
-    let callbacks = |w: &World, turns: &[Value]| -> Vec<String> {
+    let callbacks = |w: &SdkWorld, turns: &[Value]| -> Vec<String> {
         turns
             .iter()
             .map(|t| w.sb.mask(&t["callbacks"].to_string()))
@@ -615,8 +613,8 @@ fn typescript_sdk_permission_callback_and_hook_run_on_warm_turns_as_cold() {
 }
 
 /// A world whose model echoes the last user text (whatever the request's number).
-fn echo_world() -> World {
-    let w = World::new();
+fn echo_world() -> SdkWorld {
+    let w = SdkWorld::new();
     w.server.set_reply(|req: &LoggedRequest| {
         format!("echo: {}", req.last_user_text().unwrap_or_default())
     });
@@ -631,7 +629,7 @@ fn sdk_warm_turns_give_the_messages_of_cold_ones(sdk: Sdk) {
     let mut cold = echo_world();
     cold.sb.set_env("CLAUDE_SHIM_WARM", "0");
     let warm = echo_world();
-    let converse = |w: &World| {
+    let converse = |w: &SdkWorld| {
         let mut cmd = w.client(sdk, "replay", n, &w.sb.shim_claude(), "message {k}");
         cmd.arg("--messages");
         lines(&run(cmd, b""))
@@ -665,7 +663,7 @@ fn typescript_sdk_warm_turns_give_the_messages_of_cold_ones() {
 #[test]
 fn typescript_sdk_interrupt_on_a_warm_turn_ends_it_as_without_the_shim() {
     let n = 5;
-    let stalled = |w: &World| {
+    let stalled = |w: &SdkWorld| {
         w.server.set_delay(|req: &LoggedRequest| {
             let last = req.last_user_text().unwrap_or_default();
             match last.ends_with("message 5") {
@@ -674,13 +672,13 @@ fn typescript_sdk_interrupt_on_a_warm_turn_ends_it_as_without_the_shim() {
             }
         });
     };
-    let direct = World::new();
+    let direct = SdkWorld::new();
     stalled(&direct);
     let real = direct.sb.real_bin.join("claude");
     let mut cmd = direct.client(Sdk::TypeScript, "interrupt", n, &real, "message {k}");
     cmd.arg("--messages");
     let (d_turns, d_msgs) = lines(&run(cmd, b""));
-    let shimmed = World::new();
+    let shimmed = SdkWorld::new();
     stalled(&shimmed);
     let mut cmd = shimmed.client(
         Sdk::TypeScript,

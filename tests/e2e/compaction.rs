@@ -6,8 +6,7 @@
 //! `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=1` (checked on 2.1.330: it compacts before sending
 //! once there are two earlier turns).
 
-use crate::support::clients::{labels, text_reply};
-use crate::support::{describe, run, ApiServer, LoggedRequest, Ran, Sandbox};
+use crate::support::{describe, ApiServer, LoggedRequest, World};
 use serde_json::Value;
 
 const SUMMARY: &str = "SUMMARY-OF-THE-CONVERSATION";
@@ -29,85 +28,33 @@ fn server() -> ApiServer {
     server
 }
 
-struct World {
-    server: ApiServer,
-    sb: Sandbox,
-    history: Vec<(String, String)>,
+/// The number of compactions in the session files.
+fn compactions(w: &World) -> usize {
+    w.sb.session_files()
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|r| r["type"] == "system" && r["subtype"] == "compact_boundary")
+                .count()
+        })
+        .sum()
 }
 
-impl World {
-    fn new() -> World {
-        let server = server();
-        let mut sb = Sandbox::real(&server);
-        let log = sb.root.join("shim.log");
-        sb.set_env("CLAUDE_SHIM_LOG", &log);
-        World {
-            server,
-            sb,
-            history: Vec::new(),
-        }
-    }
-
-    fn prompt(&self, msg: &str) -> String {
-        labels(&self.history, msg, "Human", "\n\n")
-    }
-
-    fn turn(&mut self, msg: &str, env: &[(&str, &str)]) -> Ran {
-        let prompt = self.prompt(msg);
-        let mut cmd = self.sb.shimmed(["-p"]);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let out = run(cmd, prompt.as_bytes());
-        assert!(
-            out.status.success(),
-            "{msg}: {}\n{}",
-            describe(&out),
-            std::fs::read_to_string(self.sb.root.join("shim.log")).unwrap_or_default()
-        );
-        self.history.push((msg.to_owned(), text_reply(&out.stdout)));
-        out
-    }
-
-    /// `(kind, why_code)` of the last managed turn.
-    fn last_run(&self) -> (String, String) {
-        let db = rusqlite::Connection::open(self.sb.shim_home.join("shim.db")).unwrap();
-        db.query_row(
-            "SELECT kind, why_code FROM runs ORDER BY id DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap()
-    }
-
-    fn compactions(&self) -> usize {
-        self.sb
-            .session_files()
-            .iter()
-            .map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap()
-                    .lines()
-                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                    .filter(|r| r["type"] == "system" && r["subtype"] == "compact_boundary")
-                    .count()
-            })
-            .sum()
-    }
-
-    /// Three turns, the third compacted by the CLI.
-    fn compacted(&mut self) {
-        self.turn("first message", &[]);
-        self.turn("second message", &[]);
-        self.turn("third message", &[("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "1")]);
-        assert_eq!(self.compactions(), 1, "the CLI compacted the session");
-        let last = self.server.last_main().unwrap();
-        assert!(
-            last.user_texts().iter().any(|t| t.contains(SUMMARY)),
-            "the third turn's request carries the summary: {:?}",
-            last.user_texts()
-        );
-    }
+/// Three turns, the third compacted by the CLI.
+fn compacted(w: &mut World) {
+    w.turn("first message");
+    w.turn("second message");
+    w.turn_env("third message", &[("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "1")]);
+    assert_eq!(compactions(w), 1, "the CLI compacted the session");
+    let last = w.server.last_main().unwrap();
+    assert!(
+        last.user_texts().iter().any(|t| t.contains(SUMMARY)),
+        "the third turn's request carries the summary: {:?}",
+        last.user_texts()
+    );
 }
 
 /// Whether the request replays the whole transcript as one prompt.
@@ -119,9 +66,9 @@ fn replays_the_transcript(req: &LoggedRequest) -> bool {
 
 #[test]
 fn below_the_ceiling_a_compacted_session_is_resumed() {
-    let mut w = World::new();
-    w.compacted();
-    w.turn("fourth message", &[]);
+    let mut w = World::with_server(server());
+    compacted(&mut w);
+    w.turn("fourth message");
     assert_eq!(w.last_run().0, "resumed");
     let req = w.server.last_main().unwrap();
     assert!(!replays_the_transcript(&req), "{:?}", req.user_texts());
@@ -130,9 +77,9 @@ fn below_the_ceiling_a_compacted_session_is_resumed() {
 
 #[test]
 fn past_the_ceiling_the_turn_runs_fresh_with_the_full_transcript() {
-    let mut w = World::new();
-    w.compacted();
-    w.turn("fourth message", &[("CLAUDE_SHIM_MAX_COMPACTIONS", "1")]);
+    let mut w = World::with_server(server());
+    compacted(&mut w);
+    w.turn_env("fourth message", &[("CLAUDE_SHIM_MAX_COMPACTIONS", "1")]);
     assert_eq!(w.last_run(), ("fresh".to_string(), "compacted".to_string()));
     let req = w.server.last_main().unwrap();
     assert!(replays_the_transcript(&req), "{:?}", req.user_texts());
@@ -143,7 +90,7 @@ fn past_the_ceiling_the_turn_runs_fresh_with_the_full_transcript() {
     let fresh_prompt = req.user_texts().last().cloned().unwrap();
     // The next turn resumes that fresh session: its one prompt, then the new
     // message — no summary, no second copy.
-    w.turn("fifth message", &[("CLAUDE_SHIM_MAX_COMPACTIONS", "1")]);
+    w.turn_env("fifth message", &[("CLAUDE_SHIM_MAX_COMPACTIONS", "1")]);
     assert_eq!(w.last_run().0, "resumed");
     let req = w.server.last_main().unwrap();
     assert_eq!(
@@ -154,8 +101,8 @@ fn past_the_ceiling_the_turn_runs_fresh_with_the_full_transcript() {
 
 #[test]
 fn a_full_transcript_refused_as_too_long_resumes_the_compacted_session() {
-    let mut w = World::new();
-    w.compacted();
+    let mut w = World::with_server(server());
+    compacted(&mut w);
     // The API refuses the replayed transcript as longer than the context.
     w.server.set_error(|req| {
         replays_the_transcript(req).then(|| {
@@ -166,7 +113,7 @@ fn a_full_transcript_refused_as_too_long_resumes_the_compacted_session() {
         })
     });
     let before = w.server.main_requests().len();
-    let out = w.turn("fourth message", &[("CLAUDE_SHIM_MAX_COMPACTIONS", "1")]);
+    let out = w.turn_env("fourth message", &[("CLAUDE_SHIM_MAX_COMPACTIONS", "1")]);
     assert!(
         !String::from_utf8_lossy(&out.stdout).contains("too long"),
         "{}",

@@ -8,12 +8,9 @@
 //! forked at the last finished turn, the partial work gone.
 
 use crate::support::api::TOOL_USE;
-use crate::support::clients::{labels, text_reply};
-use crate::support::store::runs;
-use crate::support::{describe, run, ApiServer, LoggedRequest, Ran, Sandbox};
+use crate::support::{LoggedRequest, World};
+use nix::sys::signal::Signal;
 use serde_json::Value;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 const NOTES: &str = "NOTES-FROM-THE-FILE-7c1f";
 const ASK: &str = "please read notes.txt and summarise it";
@@ -43,138 +40,51 @@ fn copies(req: &LoggedRequest, text: &str) -> usize {
     req.user_texts().iter().filter(|t| t.contains(text)).count()
 }
 
-struct World {
-    server: ApiServer,
-    sb: Sandbox,
-    history: Vec<(String, String)>,
+/// A world whose model calls Read on the ask's first request: a request holding
+/// the tool's result is the model at work; anything else gets text.
+fn world() -> World {
+    let w = World::new();
+    std::fs::write(w.sb.work.join("notes.txt"), format!("{NOTES}\n")).unwrap();
+    let notes = w.sb.work.join("notes.txt");
+    w.server.set_reply(move |req: &LoggedRequest| {
+        let asks = req.last_user_text().is_some_and(|t| t.contains(ASK));
+        if has_tool_result(req) {
+            format!("the notes say {NOTES}")
+        } else if asks && !has_tool_use(req) {
+            let call = serde_json::json!({"name": "Read",
+                "input": {"file_path": notes.to_string_lossy()}});
+            format!("{TOOL_USE}{call}")
+        } else {
+            format!("answer {}", req.index)
+        }
+    });
+    w
 }
 
-impl World {
-    fn new() -> World {
-        let server = ApiServer::start();
-        let mut sb = Sandbox::real(&server);
-        std::fs::write(sb.work.join("notes.txt"), format!("{NOTES}\n")).unwrap();
-        let log = sb.root.join("shim.log");
-        sb.set_env("CLAUDE_SHIM_LOG", &log);
-        let notes = sb.work.join("notes.txt");
-        // The ask's first request calls Read; a request holding its result is the
-        // model at work (stalled while `stall` is set); anything else: text.
-        server.set_reply(move |req: &LoggedRequest| {
-            let asks = req.last_user_text().is_some_and(|t| t.contains(ASK));
-            if has_tool_result(req) {
-                format!("the notes say {NOTES}")
-            } else if asks && !has_tool_use(req) {
-                let call = serde_json::json!({"name": "Read",
-                    "input": {"file_path": notes.to_string_lossy()}});
-                format!("{TOOL_USE}{call}")
-            } else {
-                format!("answer {}", req.index)
-            }
-        });
-        World {
-            server,
-            sb,
-            history: Vec::new(),
-        }
-    }
+/// Run the ask and kill it (SIGTERM, as `timeout` does) once the model is
+/// answering the tool's result: the tool ran, the turn has no result.
+fn killed_turn(w: &World) {
+    w.killed(ASK, Signal::SIGTERM, has_tool_result);
+    w.server.clear_delay();
+    w.server.clear_log();
+}
 
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.sb.root.join("shim.log")).unwrap_or_default()
-    }
-
-    fn prompt(&self, msg: &str) -> String {
-        labels(&self.history, msg, "Human", "\n\n")
-    }
-
-    fn turn(&mut self, msg: &str, env: &[(&str, &str)]) -> Ran {
-        let prompt = self.prompt(msg);
-        let mut cmd = self.sb.shimmed(["-p"]);
-        cmd.envs(env.iter().copied());
-        let out = run(cmd, prompt.as_bytes());
-        assert!(
-            out.status.success(),
-            "{msg}: {}\n{}",
-            describe(&out),
-            self.log()
-        );
-        self.history.push((msg.to_owned(), text_reply(&out.stdout)));
-        out
-    }
-
-    /// Run the ask and kill it (SIGTERM, as `timeout` does) once the model is
-    /// answering the tool's result: the tool ran, the turn has no result.
-    fn killed_turn(&mut self) {
-        self.server.set_delay(|req| match has_tool_result(req) {
-            true => Duration::from_secs(120),
-            false => Duration::ZERO,
-        });
-        let mut cmd = self.sb.shimmed(["-p"]);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn the shim");
-        {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().unwrap();
-            stdin.write_all(self.prompt(ASK).as_bytes()).unwrap();
-        }
-        // A hang guard, not a measure.
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !self.server.requests().iter().any(has_tool_result) {
-            assert!(
-                Instant::now() < deadline,
-                "the tool's result never reached the API\n{}",
-                self.log()
-            );
-            if let Ok(Some(status)) = child.try_wait() {
-                let out = Ran::from(child.wait_with_output().unwrap());
-                panic!(
-                    "the turn ended ({status}) before it was killed: {}\n{}",
-                    describe(&out),
-                    self.log()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        let out = Ran::from(child.wait_with_output().unwrap());
-        assert!(
-            !out.status.success(),
-            "killed: {}\n{}",
-            describe(&out),
-            self.log()
-        );
-        self.server.clear_delay();
-        self.server.clear_log();
-    }
-
-    /// `(kind, why_code)` of the last managed turn.
-    fn last_run(&self) -> (String, String) {
-        let last = runs(&self.sb).pop().expect("a managed turn");
-        (last.kind, last.why_code)
-    }
-
-    /// The session each main request of the log belongs to.
-    fn sessions(&self) -> Vec<String> {
-        self.server
-            .main_requests()
-            .iter()
-            .filter_map(LoggedRequest::session_id)
-            .collect()
-    }
+/// The session each main request of the log belongs to.
+fn sessions(w: &World) -> Vec<String> {
+    w.server
+        .main_requests()
+        .iter()
+        .filter_map(LoggedRequest::session_id)
+        .collect()
 }
 
 fn continued(warm: &str) {
-    let mut w = World::new();
+    let mut w = world();
     w.sb.set_env("CLAUDE_SHIM_WARM", warm);
-    w.turn("first message", &[]);
-    w.killed_turn();
+    w.turn("first message");
+    killed_turn(&w);
 
-    let out = w.turn(ASK, &[("CLAUDE_SHIM_ON_RETRY", "continue")]);
+    let out = w.turn_env(ASK, &[("CLAUDE_SHIM_ON_RETRY", "continue")]);
     let reqs = w.server.main_requests();
     assert_eq!(reqs.len(), 1, "one request finished the turn: {reqs:#?}");
     let req = &reqs[0];
@@ -200,10 +110,10 @@ fn continued(warm: &str) {
     assert_eq!(w.last_run(), ("resumed".into(), "continued".into()));
 
     // The next turn resumes the continued session.
-    let continued_session = w.sessions();
+    let continued_session = sessions(&w);
     w.server.clear_log();
-    w.turn("thanks", &[]);
-    assert_eq!(w.sessions(), continued_session, "{}", w.log());
+    w.turn("thanks");
+    assert_eq!(sessions(&w), continued_session, "{}", w.log());
     let last = w.server.last_main().unwrap();
     assert_eq!(copies(&last, ASK), 1, "{:?}", last.user_texts());
     assert!(
@@ -224,12 +134,12 @@ fn a_killed_warm_turn_retried_with_on_retry_continue_finishes_in_its_session() {
 
 #[test]
 fn without_on_retry_a_retry_of_a_killed_turn_starts_over_as_today() {
-    let mut w = World::new();
+    let mut w = world();
     w.sb.set_env("CLAUDE_SHIM_WARM", "0");
-    w.turn("first message", &[]);
-    w.killed_turn();
+    w.turn("first message");
+    killed_turn(&w);
 
-    w.turn(ASK, &[]);
+    w.turn(ASK);
     let reqs = w.server.main_requests();
     assert_eq!(reqs.len(), 2, "the tool is called again: {reqs:#?}");
     let first = &reqs[0];
@@ -245,11 +155,11 @@ fn without_on_retry_a_retry_of_a_killed_turn_starts_over_as_today() {
 #[test]
 fn the_variable_must_say_continue() {
     // Any other value is today's behaviour too (the retry starts over).
-    let mut w = World::new();
+    let mut w = world();
     w.sb.set_env("CLAUDE_SHIM_WARM", "0");
-    w.turn("first message", &[]);
-    w.killed_turn();
-    w.turn(ASK, &[("CLAUDE_SHIM_ON_RETRY", "yes")]);
+    w.turn("first message");
+    killed_turn(&w);
+    w.turn_env(ASK, &[("CLAUDE_SHIM_ON_RETRY", "yes")]);
     assert_ne!(w.last_run().1, "continued");
     let first: Value = w.server.main_requests()[0].body.clone();
     assert!(!first.to_string().contains(CONTINUE));

@@ -24,7 +24,7 @@
 
 use crate::support::clients::labels;
 use crate::support::mask::mask_usage;
-use crate::support::{describe, run, ApiServer, Ran, Sandbox};
+use crate::support::{describe, run, ApiServer, Ran, World};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::io::Write;
@@ -103,11 +103,23 @@ enum Fault {
     Sigusr2,
 }
 
-struct World {
+/// The caller of one way, in a world of its own.
+struct Caller {
     way: Way,
-    server: ApiServer,
-    sb: Sandbox,
-    history: Vec<(String, String)>,
+    w: World,
+}
+
+impl std::ops::Deref for Caller {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.w
+    }
+}
+
+impl std::ops::DerefMut for Caller {
+    fn deref_mut(&mut self) -> &mut World {
+        &mut self.w
+    }
 }
 
 /// What the caller saw of a turn, masked.
@@ -118,8 +130,8 @@ struct Seen {
     stderr: String,
 }
 
-impl World {
-    fn new(way: Way) -> World {
+impl Caller {
+    fn new(way: Way) -> Caller {
         let server = ApiServer::start();
         // The newest message's reply, whatever the transcript around it: a
         // replaying call and a resumed one get the same answer.
@@ -128,16 +140,11 @@ impl World {
             let newest = text.rsplit("Human: ").next().unwrap_or_default();
             format!("reply: {}", newest.chars().take(40).collect::<String>())
         });
-        let mut sb = Sandbox::real(&server);
+        let mut w = World::with_server(server);
         if way == Way::Cold {
-            sb.set_env("CLAUDE_SHIM_WARM", "0");
+            w.sb.set_env("CLAUDE_SHIM_WARM", "0");
         }
-        World {
-            way,
-            server,
-            sb,
-            history: Vec::new(),
-        }
+        Caller { way, w }
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -157,13 +164,9 @@ impl World {
 
     /// A clean turn, kept in the history.
     fn turn(&mut self, format: Format, msg: &str) -> Ran {
-        let out = run(
-            self.command(&format.args()),
-            self.prompt(msg.as_bytes()).as_slice(),
-        );
+        let cmd = self.command(&format.args());
+        let out = self.w.send(cmd, msg, |out| format.reply(&out.stdout));
         assert!(out.status.success(), "{:?}: {}", self.way, describe(&out));
-        self.history
-            .push((msg.to_owned(), format.reply(&out.stdout)));
         out
     }
 
@@ -286,13 +289,6 @@ impl World {
             stderr: mask(&out.stderr),
         }
     }
-
-    fn engines(&self) -> Vec<String> {
-        crate::support::store::run_rows(&self.sb.shim_home)
-            .into_iter()
-            .map(|r| r.engine)
-            .collect()
-    }
 }
 
 /// `"id":"<uuid>"` as `"id":"<id#n>"`, numbered by first appearance.
@@ -344,7 +340,7 @@ fn interrupted(stdout: &str) -> bool {
 fn differential(format: Format, fault: Fault) {
     let mut seen = Vec::new();
     for way in WAYS {
-        let mut w = World::new(way);
+        let mut w = Caller::new(way);
         for k in 1..=2 {
             w.turn(format, &format!("message {k}"));
         }

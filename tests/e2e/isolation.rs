@@ -429,7 +429,7 @@ fn warm_stop_leaves_nothing_even_without_the_data_dir() {
     std::fs::remove_dir_all(&sb.shim_home).unwrap();
     let out = run(sb.cli(&["warm", "stop"]), Input::Null);
     assert!(out.status.success(), "{}", describe(&out));
-    let left = crate::warm::processes_with_home(&sb.home);
+    let left = crate::support::world::processes_with_home(&sb.home);
     for &pid in &left {
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),

@@ -289,7 +289,18 @@ fn the_sdist_is_a_complete_cargo_package() {
         .flat_map(|p| p["targets"].as_array().unwrap())
         .filter(|t| t["kind"][0] == "bin")
         .collect();
-    assert_eq!(bins.len(), 1, "{bins:?}");
+    // One binary to build: the tests' fake CLI needs the `fake-cli` feature,
+    // which only the crate's test and bench builds turn on.
+    let (shipped, test_only): (Vec<&Value>, Vec<&Value>) = bins
+        .iter()
+        .partition(|t| t["required-features"].as_array().is_none_or(Vec::is_empty));
+    assert_eq!(shipped.len(), 1, "{bins:?}");
+    assert_eq!(shipped[0]["name"], "claude-shim", "{bins:?}");
+    assert!(
+        test_only.iter().all(|t| t["name"] == "fake-claude"
+            && t["required-features"] == serde_json::json!(["fake-cli"])),
+        "{bins:?}"
+    );
 }
 
 /// On Linux the packages carry a static binary at a fixed address: nothing

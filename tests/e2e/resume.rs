@@ -18,8 +18,8 @@
 use std::path::Path;
 use std::sync::Barrier;
 
-use crate::support::store::{run_rows, RunRow};
-use crate::support::{describe, run, ApiServer, Chat, Client, LoggedRequest, Ran, Sandbox};
+use crate::support::store::RunRow;
+use crate::support::{describe, run, ApiServer, Chat, Client, LoggedRequest, Ran, World};
 use serde_json::Value;
 
 // ---- clients ---------------------------------------------------------------------------
@@ -85,80 +85,12 @@ fn reply_text(req: &LoggedRequest, numbered: bool) -> String {
     }
 }
 
-struct World {
-    server: ApiServer,
-    sb: Sandbox,
-}
-
-impl World {
-    fn new() -> World {
-        Self::with_replies(true)
-    }
-
-    /// `numbered: false`: replies depend only on the question, not on the request count.
-    fn with_replies(numbered: bool) -> World {
-        let server = ApiServer::start();
-        server.set_reply(move |r| reply_text(r, numbered));
-        let mut sb = Sandbox::real(&server);
-        let log = sb.root.join("shim.log");
-        sb.set_env("CLAUDE_SHIM_LOG", &log);
-        World { server, sb }
-    }
-
-    fn conv(&self, client: Client) -> Conv<'_> {
-        Conv {
-            w: self,
-            chat: Chat::new(client),
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.sb.root.join("shim.log")).unwrap_or_default()
-    }
-
-    fn runs(&self) -> Vec<RunRow> {
-        run_rows(&self.sb.shim_home)
-    }
-
-    fn errors_log(&self) -> Option<String> {
-        std::fs::read_to_string(self.sb.shim_home.join("errors.log")).ok()
-    }
-
-    /// Everything useful when an assertion fails.
-    fn context(&self) -> String {
-        let mut s = String::from("=== shim log ===\n");
-        s.push_str(&self.sb.unsandbox(&self.log()));
-        s.push_str("=== runs ===\n");
-        for r in self.runs() {
-            s.push_str(&format!("{} {:?}\n", r.kind, r.session));
-        }
-        s.push_str("=== main requests: session, user texts ===\n");
-        for q in self.server.main_requests() {
-            s.push_str(&format!(
-                "#{} {:?} {:?}\n",
-                q.index,
-                q.session_id(),
-                q.user_texts()
-            ));
-        }
-        if let Some(e) = self.errors_log() {
-            s.push_str(&format!("=== errors.log ===\n{e}"));
-        }
-        s
-    }
-
-    /// Nothing inside the shim failed and was worked around.
-    fn assert_no_shim_errors(&self) {
-        assert!(
-            self.errors_log().is_none(),
-            "the shim logged errors\n{}",
-            self.context()
-        );
-    }
-
-    fn kinds(&self) -> Vec<String> {
-        self.runs().into_iter().map(|r| r.kind).collect()
-    }
+/// A world whose server answers `reply_text`; `numbered: false`: replies depend only on
+/// the question, not on the request count.
+fn world(numbered: bool) -> World {
+    let server = ApiServer::start();
+    server.set_reply(move |r| reply_text(r, numbered));
+    World::with_server(server)
 }
 
 // ---- a conversation --------------------------------------------------------------------
@@ -226,6 +158,14 @@ impl Turn {
 }
 
 impl<'w> Conv<'w> {
+    /// A new conversation of `client` in `w`.
+    fn new(w: &'w World, client: Client) -> Conv<'w> {
+        Conv {
+            w,
+            chat: Chat::new(client),
+        }
+    }
+
     /// A second conversation continuing from `history` with the same client, flags, env
     /// and cwd.
     fn branch(&self, history: Vec<(String, String)>) -> Conv<'w> {
@@ -366,8 +306,8 @@ fn say_n(c: &mut Conv<'_>, prefix: &str, n: usize) -> Vec<Turn> {
 // ---- ten linear turns ------------------------------------------------------------------
 
 fn ten_linear_turns(client: Client) {
-    let w = World::new();
-    let mut c = w.conv(client);
+    let w = world(true);
+    let mut c = Conv::new(&w, client);
     let texts: Vec<String> = (1..=10).map(|k| question("alpha", k)).collect();
     let mut session: Option<String> = None;
     let mut out_sessions = Vec::new();
@@ -456,8 +396,8 @@ fn ten_turns_user_assistant_stream_json() {
 /// The original branch stays usable.
 #[test]
 fn regenerate_last_turn_forks_and_next_turn_resumes_the_fork() {
-    let w = World::new();
-    let mut c = w.conv(Client::Wrapper);
+    let w = world(true);
+    let mut c = Conv::new(&w, Client::Wrapper);
     let t = say_n(&mut c, "alpha", 3);
     let original = t[0].session();
     assert_eq!(t[2].session(), original);
@@ -524,8 +464,8 @@ fn regenerate_last_turn_forks_and_next_turn_resumes_the_fork() {
 /// transcript as one message; the turn after it resumes that new session.
 #[test]
 fn edited_earlier_message_runs_fresh_with_full_transcript() {
-    let w = World::new();
-    let mut c = w.conv(Client::Wrapper);
+    let w = world(true);
+    let mut c = Conv::new(&w, Client::Wrapper);
     let t = say_n(&mut c, "alpha", 3);
     let original = t[0].session();
     let edited = "alpha question 02, edited by the user".to_string();
@@ -562,9 +502,9 @@ fn edited_earlier_message_runs_fresh_with_full_transcript() {
 /// the other conversation's texts.
 #[test]
 fn interleaved_conversations_in_one_cwd_keep_their_sessions() {
-    let w = World::new();
-    let mut a = w.conv(Client::Wrapper);
-    let mut b = w.conv(Client::Wrapper);
+    let w = world(true);
+    let mut a = Conv::new(&w, Client::Wrapper);
+    let mut b = Conv::new(&w, Client::Wrapper);
     let (mut sa, mut sb) = (Vec::new(), Vec::new());
     for k in 1..=4 {
         for (conv, prefix, other, sessions) in [
@@ -605,11 +545,11 @@ fn interleaved_conversations_in_one_cwd_keep_their_sessions() {
 /// The same conversation (same texts, same replies) in two cwds never shares a session.
 #[test]
 fn same_conversation_in_two_cwds_never_shares_a_session() {
-    let w = World::with_replies(false);
+    let w = world(false);
     let other_cwd = w.sb.root.join("other-work");
     std::fs::create_dir_all(&other_cwd).expect("mkdir other cwd");
-    let mut one = w.conv(Client::Wrapper);
-    let mut two = w.conv(Client::Wrapper);
+    let mut one = Conv::new(&w, Client::Wrapper);
+    let mut two = Conv::new(&w, Client::Wrapper);
     two.cwd = Some(other_cwd.clone());
     let (mut s1, mut s2) = (Vec::new(), Vec::new());
     for k in 1..=3 {
@@ -677,8 +617,8 @@ fn system_text(req: &LoggedRequest) -> String {
 /// the model sees the new system prompt; the next turn resumes with it.
 #[test]
 fn changed_append_system_prompt_runs_fresh() {
-    let w = World::new();
-    let mut c = w.conv(Client::LangChain);
+    let w = world(true);
+    let mut c = Conv::new(&w, Client::LangChain);
     let one = "Answer in the style of SYSPROMPT-ONE.";
     let two = "Answer in the style of SYSPROMPT-TWO.";
     c.args = strings(&["--append-system-prompt", one]);
@@ -712,8 +652,8 @@ fn changed_append_system_prompt_runs_fresh() {
 /// A changed `--model` runs fresh, and the request asks for the new model.
 #[test]
 fn changed_model_runs_fresh_with_the_new_model() {
-    let w = World::new();
-    let mut c = w.conv(Client::Wrapper);
+    let w = world(true);
+    let mut c = Conv::new(&w, Client::Wrapper);
     // Two models every supported release knows (docs/cli-versions.md): an unknown
     // one is warned about on stderr.
     c.args = strings(&["--model", "claude-opus-4-5"]);
@@ -740,8 +680,8 @@ fn changed_model_runs_fresh_with_the_new_model() {
 /// A reply the caller altered is not what the session holds: fresh, full transcript.
 #[test]
 fn altered_reply_runs_fresh_with_full_transcript() {
-    let w = World::new();
-    let mut c = w.conv(Client::LangChain);
+    let w = world(true);
+    let mut c = Conv::new(&w, Client::LangChain);
     let t = say_n(&mut c, "alpha", 2);
     let altered = "An answer the user rewrote by hand.".to_string();
     assert_ne!(c.history[1].1, altered);
@@ -761,8 +701,8 @@ fn altered_reply_runs_fresh_with_full_transcript() {
 /// The session file deleted between turns: a correct answer, fresh with the full
 /// transcript, no error anywhere; the next turn resumes the new session.
 fn deleted_session_file(client: Client) {
-    let w = World::new();
-    let mut c = w.conv(client);
+    let w = world(true);
+    let mut c = Conv::new(&w, client);
     let t = say_n(&mut c, "alpha", 2);
     let original = t[1].session();
     let file = w.sb.session_file(&original).expect("session file");
@@ -826,8 +766,8 @@ fn last_assistant_uuid(file: &Path) -> String {
 /// `fallback` row), the refused attempt cost at most one request and left no trace on
 /// stdout. The next turn resumes the fallback's session.
 fn refused_resume(client: Client, damage: Damage) {
-    let w = World::new();
-    let mut c = w.conv(client);
+    let w = world(true);
+    let mut c = Conv::new(&w, client);
     let t = say_n(&mut c, "alpha", 2);
     let original = t[1].session();
     let file = w.sb.session_file(&original).expect("session file");
@@ -929,8 +869,8 @@ fn refused_resume_falls_back_once_stream_json() {
 /// the session that fresh turn created.
 #[test]
 fn forced_fresh_middle_turn_is_resumed_next() {
-    let w = World::new();
-    let mut c = w.conv(Client::Wrapper);
+    let w = world(true);
+    let mut c = Conv::new(&w, Client::Wrapper);
     let t = say_n(&mut c, "alpha", 2);
     c.env = vec![("CLAUDE_SHIM_FRESH".into(), "1".into())];
     let t3 = c.say(&question("alpha", 3));
@@ -961,8 +901,8 @@ fn forced_fresh_middle_turn_is_resumed_next() {
 #[test]
 fn eight_concurrent_branches_from_one_node() {
     const N: usize = 8;
-    let w = World::new();
-    let mut c = w.conv(Client::LangChain);
+    let w = world(true);
+    let mut c = Conv::new(&w, Client::LangChain);
     let t = say_n(&mut c, "alpha", 2);
     let original = t[0].session();
     assert_eq!(t[1].session(), original);

@@ -7,102 +7,26 @@
 //! reply ("No response requested.") between the two. Without the shim the
 //! model gets it once: so must it through the shim, cold and warm.
 
-use crate::support::clients::{labels, text_reply};
 use crate::support::store::runs;
-use crate::support::{describe, run, ApiServer, LoggedRequest, Ran, Sandbox};
+use crate::support::{LoggedRequest, World};
 use nix::sys::signal::Signal;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const FIRST: &str = "first question 3a41";
 const SECOND: &str = "second question 9b02";
 
-struct World {
-    server: ApiServer,
-    sb: Sandbox,
-    history: Vec<(String, String)>,
-}
-
-impl World {
-    fn new(warm: bool) -> World {
-        let server = ApiServer::start();
-        let mut sb = Sandbox::real(&server);
-        sb.set_env("CLAUDE_SHIM_WARM", if warm { "1" } else { "0" });
-        sb.set_env("CLAUDE_SHIM_LOG", sb.root.join("shim.log"));
-        World {
-            server,
-            sb,
-            history: Vec::new(),
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.sb.root.join("shim.log")).unwrap_or_default()
-    }
-
-    fn prompt(&self, msg: &str) -> String {
-        labels(&self.history, msg, "Human", "\n\n")
-    }
-
-    fn turn(&mut self, msg: &str) -> Ran {
-        let out = run(self.sb.shimmed(["-p"]), self.prompt(msg).as_bytes());
-        assert!(
-            out.status.success(),
-            "{msg}: {}\n{}",
-            describe(&out),
-            self.log()
-        );
-        self.history.push((msg.to_owned(), text_reply(&out.stdout)));
-        out
-    }
-
-    /// Send `msg` and kill the shim with `signal` while the model is
-    /// answering it (its request stalls until then).
-    fn killed(&mut self, msg: &str, signal: Signal) {
-        let stalled = msg.to_owned();
-        self.server.set_delay(move |req: &LoggedRequest| {
-            match req.last_user_text().is_some_and(|t| t.contains(&stalled)) {
-                true => Duration::from_secs(120),
-                false => Duration::ZERO,
-            }
-        });
-        let mut cmd = self.sb.shimmed(["-p"]);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn the shim");
-        {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().unwrap();
-            stdin.write_all(self.prompt(msg).as_bytes()).unwrap();
-        }
-        // A hang guard, not a measure.
-        let deadline = Instant::now() + Duration::from_secs(120);
-        let asked = |s: &ApiServer| {
-            s.main_requests()
-                .iter()
-                .any(|r| r.last_user_text().is_some_and(|t| t.contains(msg)))
-        };
-        while !asked(&self.server) {
-            assert!(
-                Instant::now() < deadline,
-                "the message never reached the API\n{}",
-                self.log()
-            );
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("the turn ended ({status}) before it was killed");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
-        let out = Ran::from(child.wait_with_output().unwrap());
-        assert!(!out.status.success(), "killed: {}", describe(&out));
-        // The killed CLI (cold: by the shim's death; warm: by the keeper)
-        // is gone before the retry, as a proxy's next request comes later.
-        std::thread::sleep(Duration::from_millis(500));
-        self.server.clear_delay();
-        self.server.clear_log();
-    }
+/// Send `msg` and kill the shim with `signal` while the model is answering it
+/// (its request stalls until then).
+fn killed(w: &World, msg: &str, signal: Signal) {
+    let stalled = msg.to_owned();
+    w.killed(msg, signal, move |req: &LoggedRequest| {
+        req.last_user_text().is_some_and(|t| t.contains(&stalled))
+    });
+    // The killed CLI (cold: by the shim's death; warm: by the keeper)
+    // is gone before the retry, as a proxy's next request comes later.
+    std::thread::sleep(Duration::from_millis(500));
+    w.server.clear_delay();
+    w.server.clear_log();
 }
 
 /// How many of `texts` contain `needle`.
@@ -111,9 +35,9 @@ fn copies(texts: &[String], needle: &str) -> usize {
 }
 
 fn retried(warm: bool, signal: Signal) {
-    let mut w = World::new(warm);
+    let mut w = World::warm(warm);
     w.turn(FIRST);
-    w.killed(SECOND, signal);
+    killed(&w, SECOND, signal);
 
     let out = w.turn(SECOND);
     let reqs = w.server.main_requests();

@@ -10,33 +10,26 @@
 //! The tests fail, never skip, without them.
 
 use crate::support::clients::{labels, text_reply};
-use crate::support::store::run_rows;
-use crate::support::{describe, run, ApiServer, LoggedRequest, RealCli, Sandbox, Version};
+use crate::support::{describe, run, ApiServer, LoggedRequest, RealCli, Version, World};
 
-struct World {
-    server: ApiServer,
-    sb: Sandbox,
+/// A world whose real CLI is an old release.
+struct Release {
+    w: World,
     version: Version,
 }
 
-impl World {
-    fn new(role: &str) -> World {
+impl Release {
+    fn new(role: &str) -> Release {
         let (version, cli) = RealCli::extra(role);
         let server = ApiServer::start();
         // A reply that quotes no role marker, whatever it answers.
         server.set_reply(|r| format!("reply {}", r.index));
-        let mut sb = Sandbox::real_with(&server, cli);
-        let log = sb.root.join("shim.log");
-        sb.set_env("CLAUDE_SHIM_LOG", &log);
+        let mut w = World::with_cli(server, cli);
         // Cold turns: these releases are older than the supported range, and a live
         // 1.0.x CLI drops the first user message from its history on the next turn
         // (docs/cli-versions.md). What is tested here is the probe's part.
-        sb.set_env("CLAUDE_SHIM_WARM", "0");
-        World {
-            server,
-            sb,
-            version,
-        }
+        w.sb.set_env("CLAUDE_SHIM_WARM", "0");
+        Release { w, version }
     }
 
     /// One turn of a `Human:`/`Assistant:` client replaying `history` on stdin
@@ -44,16 +37,14 @@ impl World {
     /// stderr (an unknown option would be), the server's reply on stdout.
     /// Returns the reply and the request that answered it.
     fn turn(&self, history: &[(String, String)], msg: &str) -> (String, LoggedRequest) {
-        let before = self.server.main_requests().len();
+        let w = &self.w;
+        let before = w.server.main_requests().len();
         let prompt = labels(history, msg, "Human", "\n\n");
-        let out = run(self.sb.shimmed(["-p"]), prompt.as_bytes());
-        let ctx = || {
-            let log = std::fs::read_to_string(self.sb.root.join("shim.log")).unwrap_or_default();
-            format!("claude {}: {}\n{log}", self.version, describe(&out))
-        };
+        let out = run(w.sb.shimmed(["-p"]), prompt.as_bytes());
+        let ctx = || format!("claude {}: {}\n{}", self.version, describe(&out), w.log());
         assert!(out.status.success(), "{}", ctx());
         assert!(out.stderr.is_empty(), "{}", ctx());
-        let requests = self.server.main_requests();
+        let requests = w.server.main_requests();
         assert_eq!(requests.len(), before + 1, "one request\n{}", ctx());
         let req = requests[before].clone();
         assert_eq!(text_reply(&out.stdout), req.reply, "{}", ctx());
@@ -62,7 +53,8 @@ impl World {
 
     /// `(kind, why)` of every managed turn, in order.
     fn runs(&self) -> Vec<(String, String)> {
-        run_rows(&self.sb.shim_home)
+        self.w
+            .runs()
             .into_iter()
             .map(|r| (r.kind, r.why_code))
             .collect()
@@ -76,7 +68,7 @@ fn pair(a: &str, b: &str) -> (String, String) {
 /// Three turns, each exactly as the caller sent it: the whole transcript in one
 /// message, recorded as unchanged because the release lacks a flag.
 fn every_turn_runs_as_the_caller_asked(role: &str) {
-    let w = World::new(role);
+    let w = Release::new(role);
     let mut history: Vec<(String, String)> = Vec::new();
     for k in 1..=3 {
         let msg = format!("message {k}");

@@ -8,10 +8,8 @@
 
 use crate::support::clients::{labels, result_reply, text_reply};
 use crate::support::mask::mask_usage;
-use crate::support::store::run_rows;
-use crate::support::{describe, run, ApiServer, Ran, Sandbox};
+use crate::support::{describe, run, Ran, World};
 use serde_json::Value;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,26 +41,25 @@ impl Format {
     }
 }
 
-struct World {
-    server: ApiServer,
-    sb: Sandbox,
-    history: Vec<(String, String)>,
+/// A world whose client names its output format each turn.
+struct Caller(World);
+
+impl std::ops::Deref for Caller {
+    type Target = World;
+    fn deref(&self) -> &World {
+        &self.0
+    }
 }
 
-impl World {
-    fn new(warm: bool) -> World {
-        let server = ApiServer::start();
-        let mut sb = Sandbox::real(&server);
-        if !warm {
-            sb.set_env("CLAUDE_SHIM_WARM", "0");
-        }
-        let log = sb.root.join("shim.log");
-        sb.set_env("CLAUDE_SHIM_LOG", &log);
-        World {
-            server,
-            sb,
-            history: Vec::new(),
-        }
+impl std::ops::DerefMut for Caller {
+    fn deref_mut(&mut self) -> &mut World {
+        &mut self.0
+    }
+}
+
+impl Caller {
+    fn new(warm: bool) -> Caller {
+        Caller(World::warm(warm))
     }
 
     /// One turn of a `Human:`/`Assistant:` client replaying its transcript on stdin.
@@ -70,88 +67,22 @@ impl World {
         self.turn_with(format, &[], msg)
     }
 
-    /// [`World::turn`] with more flags.
+    /// [`Caller::turn`] with more flags.
     fn turn_with(&mut self, format: Format, extra: &[&str], msg: &str) -> Ran {
-        let prompt = labels(&self.history, msg, "Human", "\n\n");
         let mut args = format.args();
         args.extend_from_slice(extra);
-        let out = run(self.sb.shimmed(args), prompt.as_bytes());
-        if out.status.success() {
-            self.history.push((msg.to_owned(), format.reply(&out)));
-        }
-        out
+        let cmd = self.sb.shimmed(args);
+        self.send(cmd, msg, |out| format.reply(out))
     }
 
     /// `(kind, engine)` of every managed turn, in order.
     fn runs(&self) -> Vec<(String, String)> {
-        run_rows(&self.sb.shim_home)
+        self.0
+            .runs()
             .into_iter()
             .map(|r| (r.kind, r.engine))
             .collect()
     }
-
-    fn stop_keeper(&self) {
-        let mut cmd = std::process::Command::new(crate::support::shim_exe());
-        cmd.args(["warm", "stop"])
-            .env_clear()
-            .env("HOME", &self.sb.home)
-            .env("CLAUDE_SHIM_HOME", &self.sb.shim_home);
-        let out = run(cmd, b"");
-        assert!(out.status.success(), "{}", describe(&out));
-    }
-
-    /// Processes started for this sandbox (its HOME in their environment).
-    fn processes(&self) -> Vec<i32> {
-        processes_with_home(&self.sb.home)
-    }
-
-    /// Every session file line is one whole JSON record: no interleaved writers.
-    fn assert_session_files_intact(&self) {
-        for f in self.sb.session_files() {
-            let text = std::fs::read_to_string(&f).unwrap();
-            for (i, line) in text.lines().enumerate() {
-                assert!(
-                    serde_json::from_str::<Value>(line).is_ok(),
-                    "{} line {}: {line}",
-                    f.display(),
-                    i + 1
-                );
-            }
-        }
-    }
-}
-
-impl Drop for World {
-    fn drop(&mut self) {
-        // Leave no live CLI behind, whatever the test did.
-        for pid in self.processes() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-    }
-}
-
-pub(crate) fn processes_with_home(home: &Path) -> Vec<i32> {
-    let needle = format!("HOME={}\0", home.display());
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        if pid == std::process::id() as i32 {
-            continue;
-        }
-        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        if environ
-            .windows(needle.len())
-            .any(|w| w == needle.as_bytes())
-        {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 fn eventually<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
@@ -167,8 +98,8 @@ fn eventually<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) 
 
 fn same_as_cold(format: Format) {
     let turns = 10;
-    let mut cold = World::new(false);
-    let mut warm = World::new(true);
+    let mut cold = Caller::new(false);
+    let mut warm = Caller::new(true);
     for k in 1..=turns {
         let msg = format!("message {k}");
         let c = cold.turn(format, &msg);
@@ -276,19 +207,7 @@ fn warm_turns_print_what_cold_turns_print_in_stream_json() {
 
 // ---- faults --------------------------------------------------------------------------
 
-impl World {
-    /// `warm status --json` of this world's keeper (`Value::Null` when none runs).
-    fn keeper_status(&self) -> Value {
-        let mut cmd = std::process::Command::new(crate::support::shim_exe());
-        cmd.args(["warm", "status", "--json"])
-            .env_clear()
-            .env("HOME", &self.sb.home)
-            .env("CLAUDE_SHIM_HOME", &self.sb.shim_home);
-        let out = run(cmd, b"");
-        assert!(out.status.success(), "{}", describe(&out));
-        serde_json::from_slice::<Value>(&out.stdout).expect("status json")["keeper"].clone()
-    }
-
+impl Caller {
     fn keeper_pid(&self) -> i32 {
         self.keeper_status()["pid"].as_i64().expect("a keeper runs") as i32
     }
@@ -306,13 +225,6 @@ impl World {
                     .map(|p| p as i32)
                     .collect()
             })
-            .unwrap_or_default()
-    }
-
-    fn last_engine(&self) -> String {
-        self.runs()
-            .last()
-            .map(|(_, e)| e.clone())
             .unwrap_or_default()
     }
 
@@ -360,8 +272,8 @@ fn gone(pid: i32) -> bool {
 }
 
 /// Two warm turns in (turn 1 starts the live CLI).
-fn warmed() -> World {
-    let mut w = World::new(true);
+fn warmed() -> Caller {
+    let mut w = Caller::new(true);
     for k in 1..=2 {
         let out = w.turn(Format::Text, &format!("message {k}"));
         w.assert_answered(&out, k);
@@ -491,7 +403,7 @@ fn a_caller_killed_mid_turn_leaves_no_live_cli_working_for_it() {
 
 #[test]
 fn idle_past_the_ttl_the_live_cli_and_the_keeper_end() {
-    let mut w = World::new(true);
+    let mut w = Caller::new(true);
     w.sb.set_env("CLAUDE_SHIM_WARM_TTL", "2s");
     for k in 1..=2 {
         let out = w.turn(Format::Text, &format!("message {k}"));
@@ -514,7 +426,7 @@ fn idle_past_the_ttl_the_live_cli_and_the_keeper_end() {
 
 #[test]
 fn a_full_pool_ends_the_least_recently_used_live_cli() {
-    let mut a = World::new(true);
+    let mut a = Caller::new(true);
     a.sb.set_env("CLAUDE_SHIM_WARM_MAX", "1");
     let out = a.turn(Format::Text, "first conversation");
     a.assert_answered(&out, 1);
@@ -540,7 +452,7 @@ fn a_full_pool_ends_the_least_recently_used_live_cli() {
 /// whatever the count allows, and `warm status --json` says what it holds.
 #[test]
 fn a_memory_budget_bounds_the_pool() {
-    let mut a = World::new(true);
+    let mut a = Caller::new(true);
     a.sb.set_env("CLAUDE_SHIM_WARM_MAX", "8");
     a.sb.set_env("CLAUDE_SHIM_WARM_MEMORY", "400M");
     let out = a.turn(Format::Text, "first conversation");
@@ -603,7 +515,7 @@ fn a_memory_budget_bounds_the_pool() {
 /// `warm stop` forgets it.
 #[test]
 fn a_live_cli_that_never_answers_costs_one_turn() {
-    let mut w = World::new(true);
+    let mut w = Caller::new(true);
     let wrapper = w.sb.file("buffering-claude");
     std::fs::write(
         &wrapper,
@@ -717,7 +629,7 @@ fn a_changed_environment_starts_a_new_live_cli() {
 /// conversation goes on resumed: the plugin is not part of its identity).
 #[test]
 fn a_changed_plugin_dir_starts_a_new_live_cli() {
-    let mut w = World::new(true);
+    let mut w = Caller::new(true);
     let plugin = w.sb.work.join("plugin");
     std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
     std::fs::create_dir_all(plugin.join("commands")).unwrap();
@@ -806,7 +718,7 @@ fn a_terminal_on_stdout_runs_the_turn_cold() {
     finish(&w);
 }
 
-impl World {
+impl Caller {
     /// The pid of the CLI started ready for a new conversation, if one is.
     fn ready_pid(&self) -> Option<i32> {
         self.keeper_status()["live"]
@@ -824,8 +736,8 @@ impl World {
 #[test]
 fn a_new_conversation_takes_the_ready_cli_and_prints_what_a_cold_one_prints() {
     for format in [Format::Text, Format::Json, Format::StreamJson] {
-        let mut warm = World::new(true);
-        let mut cold = World::new(false);
+        let mut warm = Caller::new(true);
+        let mut cold = Caller::new(false);
         for w in [&mut warm, &mut cold] {
             let out = w.turn(format, "first conversation");
             assert!(out.status.success(), "{}", describe(&out));
@@ -860,7 +772,7 @@ fn a_new_conversation_takes_the_ready_cli_and_prints_what_a_cold_one_prints() {
 /// serve no one and is ended; the new conversation starts its own.
 #[test]
 fn a_changed_fingerprint_ends_the_ready_cli() {
-    let mut w = World::new(true);
+    let mut w = Caller::new(true);
     let out = w.turn(Format::Text, "first conversation");
     w.assert_answered(&out, 1);
     let ready = w.ready_pid().expect("a ready CLI after the turn");
@@ -880,7 +792,7 @@ fn a_changed_fingerprint_ends_the_ready_cli() {
 /// `CLAUDE_SHIM_WARM_READY=0`: no CLI is started ahead of a conversation.
 #[test]
 fn no_ready_cli_when_turned_off() {
-    let mut w = World::new(true);
+    let mut w = Caller::new(true);
     w.sb.set_env("CLAUDE_SHIM_WARM_READY", "0");
     let out = w.turn(Format::Text, "first conversation");
     w.assert_answered(&out, 1);
@@ -956,8 +868,8 @@ fn a_stream_json_caller_without_a_handshake_runs_warm_with_its_message() {
         }
         outs
     };
-    let mut cold = World::new(false);
-    let mut warm = World::new(true);
+    let mut cold = Caller::new(false);
+    let mut warm = Caller::new(true);
     let (c, w) = (converse(&mut cold), converse(&mut warm));
     let engines: Vec<String> = warm.runs().into_iter().map(|(_, e)| e).collect();
     assert!(engines[2..].iter().all(|e| e == "warm"), "{engines:?}");

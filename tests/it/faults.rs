@@ -640,7 +640,7 @@ fn read_ten_and_close(mut cmd: Command, stdin: Input) -> (std::process::ExitStat
 }
 
 /// EPIPE: a CLI that dies by SIGPIPE, and one that reports the error and
-/// exits 1 (Python ignores SIGPIPE, as Node does): the shim ends the same way
+/// exits 1 (the fake ignores SIGPIPE, as Node does): the shim ends the same way
 /// and says nothing itself.
 #[test]
 fn caller_closing_stdout_early() {

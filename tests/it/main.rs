@@ -1,5 +1,5 @@
 //! Integration tests: the built shim against the fake CLI
-//! (`tests/fixtures/fake-claude`), one binary of modules. Only
+//! (`tests/fixtures/fake-claude/`), one binary of modules. Only
 //! `faults::real` and `load::storm_real_cli` also drive the real Claude Code
 //! CLI, for the faults only it can tell; the end-to-end suites are
 //! `tests/e2e`. `fleet_store` runs the shared store against a real PostgreSQL

@@ -1,6 +1,6 @@
 //! Pass-through (the shim execs the real claude), locating the real binary,
 //! the recursion guard, the bypass switch, a terminal, and the management face.
-//! The real claude is the fake CLI in `tests/fixtures/fake-claude`.
+//! The real claude is the fake CLI (`tests/fixtures/fake-claude/`).
 
 use crate::support::process::*;
 use crate::support::sandbox::*;

@@ -2,7 +2,8 @@
 //! benches: a sandbox and a runner for every command, the fake CLI's
 //! conversations, one client model, the shim's store seeded and read, a
 //! Messages-API server that logs and models prompt caching for the real CLI,
-//! and the pinned Agent SDKs real clients run on.
+//! the pinned Agent SDKs real clients run on, and one conversation with the
+//! real CLI (`world`).
 //!
 //! Use with `#[path = "../support/mod.rs"] mod support;`.
 #![allow(dead_code, unused_imports)]
@@ -20,6 +21,7 @@ pub mod sandbox;
 pub mod sdk;
 pub mod store;
 pub mod turns;
+pub mod world;
 
 pub use api::{ApiServer, CacheModel, LoggedRequest, RequestKind, UsageTotals};
 pub use cli::{shim_exe, RealCli, Version};
@@ -27,3 +29,4 @@ pub use clients::{Chat, Client};
 pub use mask::{mask_volatile, Masker};
 pub use process::{describe, ok, run, run_with_timeout, Input, Ran};
 pub use sandbox::{shell, Sandbox, NO_ARGS};
+pub use world::World;

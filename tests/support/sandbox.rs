@@ -11,8 +11,8 @@ use super::api::ApiServer;
 use super::cli::{shim_exe, RealCli};
 use super::mask::{mask_volatile, slug};
 
-/// The fake `claude` (Python behind an sh prelude, driven by `FAKE_*`).
-pub const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/fake-claude");
+/// The fake `claude` (`tests/fixtures/fake-claude/`, driven by `FAKE_*`).
+pub const FAKE: &str = env!("CARGO_BIN_EXE_fake-claude");
 
 /// No arguments, for [`Sandbox::shimmed`] and [`Sandbox::direct`].
 pub const NO_ARGS: [&str; 0] = [];
