@@ -589,7 +589,7 @@ mod tests {
                 "a Claude Code newer than the newest tested",
                 |f| {
                     if let Some(c) = f.capabilities.as_mut() {
-                        c.version = "2.1.332".into();
+                        c.version = "2.1.333".into();
                     }
                 },
                 Level::Warn,
