@@ -2,9 +2,8 @@
 //! the clap definition itself (so it never drifts from the real flags),
 //! printed or written where the shell looks for it.
 
-use super::Run;
 use anyhow::{bail, Context, Result};
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,9 +22,8 @@ pub struct Completions {
 /// The program the scripts complete (a clap command, not a process).
 const BIN: &str = "claude-shim";
 
-/// The script for `shell`.
-pub fn script(shell: Shell) -> Result<Vec<u8>> {
-    let full = super::Cli::command();
+/// The script for `shell`, completing `full`, the whole clap definition.
+pub fn script(shell: Shell, full: &clap::Command) -> Result<Vec<u8>> {
     // Hidden commands (the keeper, which shims start) are not for people
     // to type: clap_complete offers them all, so they are left out here.
     let mut cmd = clap::Command::new(BIN)
@@ -163,7 +161,7 @@ impl Place {
                     format!(
                         "the bash-completion package loads this file, and it does not seem to \
                          be installed: install it, or add `source {}` to ~/.bashrc",
-                        super::quote::posix(&file.to_string_lossy())
+                        crate::text::quote::posix(&file.to_string_lossy())
                     )
                 });
                 Ok(Target { file, note })
@@ -213,9 +211,11 @@ impl Place {
     }
 }
 
-impl Run for Completions {
-    fn run(&self, out: &mut dyn Write) -> Result<()> {
-        let script = script(self.shell)?;
+impl Completions {
+    /// The command, for `full`, the whole clap definition (it is defined
+    /// above this module, with every subcommand).
+    pub fn run(&self, full: &clap::Command, out: &mut dyn Write) -> Result<()> {
+        let script = script(self.shell, full)?;
         if !self.install {
             out.write_all(&script)?;
             return Ok(());
@@ -242,6 +242,12 @@ impl Run for Completions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+
+    /// The whole clap definition, as `cli::main` hands it over.
+    fn full() -> clap::Command {
+        crate::cli::Cli::command()
+    }
 
     fn place() -> Place {
         Place {
@@ -253,7 +259,7 @@ mod tests {
 
     #[test]
     fn bash_case_arms_match_the_states_the_loop_sets() {
-        let text = String::from_utf8(script(Shell::Bash).unwrap()).unwrap();
+        let text = String::from_utf8(script(Shell::Bash, &full()).unwrap()).unwrap();
         assert!(!text.contains("claude__subcmd__shim"), "unfixed arms left");
         for sub in ["init", "stats", "log", "status", "completions"] {
             let state = format!("claude__shim__subcmd__{sub}");
@@ -267,7 +273,7 @@ mod tests {
 
     #[test]
     fn fish_gets_the_values_of_positional_arguments() {
-        let text = String::from_utf8(script(Shell::Fish).unwrap()).unwrap();
+        let text = String::from_utf8(script(Shell::Fish, &full()).unwrap()).unwrap();
         assert!(
             text.contains("function __fish_claude_shim_using_subcommand"),
             "the condition the added lines use is defined"

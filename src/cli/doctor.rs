@@ -3,9 +3,10 @@
 //! check with a fix for each problem, or everything as JSON for a bug report.
 //! Facts are gathered first (effects), then judged by a pure function.
 
-use super::{install, Run};
+use super::command::{Failed, Run};
+use super::install;
 use crate::store::caps::BinaryKey;
-use crate::store::report::{self, Health};
+use crate::store::report;
 use crate::store::{Store, DB_FILE};
 use anyhow::Result;
 use clap::Args;
@@ -16,7 +17,9 @@ use std::path::{Path, PathBuf};
 
 pub mod activation;
 mod checks;
+mod facts;
 pub use checks::{judge, Check, Level};
+pub use facts::Facts;
 
 /// Check the set-up; exits non-zero with a fix-it hint when it is broken.
 #[derive(Args)]
@@ -27,71 +30,6 @@ pub struct Doctor {
     /// Shim directory, if installed with --dir [default: $CLAUDE_SHIM_HOME/bin]
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-}
-
-/// Everything doctor looked at.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Facts {
-    pub shim_version: String,
-    pub exe: PathBuf,
-    pub shim_dir: PathBuf,
-    /// `missing` | `current` | `stale` | `gone` | `foreign`: what `<shim dir>/claude` is.
-    pub link: String,
-    /// Where that link points, when it is a link of ours.
-    pub link_target: Option<PathBuf>,
-    /// Who installed this binary (npm, pip, uv, pipx, cargo, unknown), and
-    /// the command that removes it.
-    pub installed_by: String,
-    pub remove_command: String,
-    /// The first `claude` on PATH, and whether it resolves to this binary.
-    pub path_claude: Option<PathBuf>,
-    pub path_claude_is_shim: bool,
-    /// `CLAUDE_SHIM_MODE` as found: what the init script sourced in the
-    /// calling shell set up (`path` | `alias`).
-    pub mode: Option<String>,
-    /// The first `claude-shim` on PATH (alias mode calls it).
-    pub claude_shim_on_path: Option<PathBuf>,
-    /// The shim directory is on PATH (first or not).
-    pub shim_dir_on_path: bool,
-    /// The user's shell, from `$SHELL`: bash | zsh | fish.
-    pub shell: String,
-    /// The rc file that already runs `claude-shim init`, and that line.
-    pub rc_file: Option<PathBuf>,
-    pub rc_line: Option<String>,
-    /// Where the init line goes for this shell, and the line (PATH mode).
-    pub rc_suggested_file: String,
-    pub rc_suggested_line: String,
-    pub real: Option<PathBuf>,
-    pub real_error: Option<String>,
-    /// The real claude resolves to this binary (a loop).
-    pub real_is_shim: bool,
-    pub capabilities: Option<Caps>,
-    /// `cached` | `probed` | `unavailable`.
-    pub capabilities_source: String,
-    pub claude_config_dir: Option<PathBuf>,
-    pub data_dir: Option<PathBuf>,
-    pub data_dir_mode: Option<u32>,
-    pub data_dir_owned: bool,
-    /// Why the shim would not use the data directory, and the fix (then
-    /// nothing in it is read: turns run as without the shim).
-    pub data_dir_refused: Option<(String, String)>,
-    pub db_path: Option<PathBuf>,
-    /// The shared store (its URL without the password), when one is
-    /// configured: it is the database turns use, not `db_path`.
-    pub db_shared: Option<String>,
-    pub db_exists: bool,
-    pub db_mode: Option<u32>,
-    pub db_owned: bool,
-    pub db_size: u64,
-    pub db_health: Option<Health>,
-    pub db_error: Option<String>,
-    /// `CLAUDE_SHIM_GUARD` as found.
-    pub guard: Option<String>,
-    /// The last lines of `<data dir>/errors.log`.
-    pub recent_errors: Vec<String>,
-    /// Binaries and places whose live CLI did not answer lately (their
-    /// turns run cold for a while): `<binary> in <cwd>: <why>`.
-    pub warm_off: Vec<String>,
 }
 
 pub use crate::probe::Capabilities as Caps;
@@ -123,7 +61,7 @@ fn tail(path: &Path, n: usize, now: i64) -> Vec<String> {
 fn aged(line: &str, now: i64) -> String {
     match line.split_once(' ') {
         Some((secs, msg)) => match secs.parse::<i64>() {
-            Ok(at) => format!("{} ago: {msg}", super::duration::short(now - at)),
+            Ok(at) => format!("{} ago: {msg}", crate::text::duration::short(now - at)),
             Err(_) => line.to_owned(),
         },
         None => line.to_owned(),
@@ -320,7 +258,7 @@ impl Run for Doctor {
                 (false, true) => "; see the fixes above",
                 (false, false) => "; `claude-shim doctor` lists them with their fixes",
             };
-            return Err(super::Failed(format!("{failed} problem(s) found{hint}")).into());
+            return Err(Failed(format!("{failed} problem(s) found{hint}")).into());
         }
         shown.map_err(Into::into)
     }

@@ -1,7 +1,8 @@
 //! `forget`: drop pins so the next turn of those conversations runs fresh.
 //! Claude Code's own session files are not touched.
 
-use super::Run;
+use super::command::Run;
+use super::store_access::{canonical_dir, existing_store};
 use crate::store::report::Removed;
 use anyhow::{bail, Result};
 use clap::{ArgGroup, Args};
@@ -32,7 +33,7 @@ fn summary(r: Removed) -> String {
 
 impl Run for Forget {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
-        let Some(mut store) = super::existing_store()? else {
+        let Some(mut store) = existing_store()? else {
             if let Some(s) = &self.session {
                 bail!("no pins for session {s} (nothing is recorded yet)");
             }
@@ -45,7 +46,7 @@ impl Run for Forget {
         let removed = if self.all {
             store.forget_all()?
         } else if let Some(dir) = &self.cwd {
-            store.forget_cwd(&super::canonical_dir(dir))?
+            store.forget_cwd(&canonical_dir(dir))?
         } else if let Some(given) = &self.session {
             let pinned = store.pinned_sessions()?;
             let s = &super::id_prefix::resolve(given, &pinned, "pinned session")
@@ -64,7 +65,7 @@ impl Run for Forget {
             (false, Some(dir)) if removed.pins == 0 => writeln!(
                 out,
                 "no pins for {}: nothing forgotten (`claude-shim pins` lists them)",
-                super::canonical_dir(dir)
+                canonical_dir(dir)
             )?,
             (false, _) => writeln!(out, "{}", summary(removed))?,
         }

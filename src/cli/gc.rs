@@ -13,7 +13,10 @@
 //! Then VACUUM. Dropping a pin never costs correctness: that conversation's
 //! next turn simply runs fresh.
 
-use super::{duration, human, Run};
+use super::command::Run;
+use super::human;
+use super::store_access::existing_store;
+use crate::text::duration;
 use anyhow::Result;
 use clap::Args;
 use std::io::Write;
@@ -90,7 +93,7 @@ impl Run for Gc {
         let config = crate::env::claude_config_dir();
         let (span, why) = pin_span(self.older_than, config.as_deref());
         let cutoff = (span.as_secs(), why.as_str());
-        let Some(mut store) = super::existing_store()? else {
+        let Some(mut store) = existing_store()? else {
             match self.json {
                 true => self.report(out, Default::default(), 0, cutoff, None)?,
                 false => writeln!(out, "nothing to collect (nothing is recorded yet)")?,

@@ -4,7 +4,9 @@
 //! `claude-shim init` at every shell start anyway, so the value is always the
 //! one `CLAUDE_SHIM_HOME`/`--dir` give then, at no extra cost.
 
-use super::{install, quote, Run};
+use super::command::Run;
+use super::install;
+use crate::text::quote;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use std::io::Write;

@@ -3,8 +3,9 @@
 //! is updated, anything else is never overwritten or removed. The real
 //! `claude` lives elsewhere and is never touched.
 
+use super::command::Run;
 use super::rc::RcShell;
-use super::{quote, Run};
+use crate::text::quote;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write;

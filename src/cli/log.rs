@@ -2,8 +2,11 @@
 //! ran and why, which session, what the shim stripped, tokens and cost. The
 //! reason sentence sits on the line below its row, wrapped to the terminal.
 
-use super::{duration, human, style, style::Style, Run};
+use super::command::Run;
+use super::store_access::{canonical_dir, existing_store};
+use super::{human, style, style::Style};
 use crate::store::report::{LogRow, Tokens};
+use crate::text::duration;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
@@ -103,9 +106,9 @@ impl Run for Log {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
         let now = crate::store::now();
         let since = self.since.map(|s| duration::before(now, s));
-        let cwd = self.cwd.as_deref().map(super::canonical_dir);
+        let cwd = self.cwd.as_deref().map(canonical_dir);
         let limit = (self.limit > 0).then_some(self.limit);
-        let (rows, today) = match super::existing_store()? {
+        let (rows, today) = match existing_store()? {
             Some(store) => (
                 store.recent_runs(since.unwrap_or(0), cwd.as_deref(), limit)?,
                 store.local_day(now)?,

@@ -2,14 +2,11 @@
 //! per subcommand behind [`Run`], helpers each in a module of their own.
 
 mod chart;
+mod command;
 mod completions;
+pub mod doctor;
 /// `claude-shim explain`: a dry run of one turn.
 mod explain;
-/// The sessions `sessions` lists: Claude Code's, with what the shim knows.
-pub mod session_list;
-// Text helpers of the leaf layer, as `super::duration` and `super::quote` here.
-pub(crate) use crate::text::{duration, quote};
-pub mod doctor;
 mod forget;
 mod gc;
 pub(crate) mod human;
@@ -22,24 +19,25 @@ mod output;
 mod pins;
 pub mod rc;
 pub mod route_key;
+/// The sessions `sessions` lists: Claude Code's, with what the shim knows.
+pub mod session_list;
 mod sessions;
 mod stats;
 mod status;
+mod store_access;
 pub(crate) mod style;
 mod tally;
 mod warm;
 
-use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+pub use command::Run;
+
+use anyhow::Result;
+use clap::{CommandFactory, Parser, Subcommand};
+use command::Failed;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// One subcommand. Output goes to `out` (stdout, or a buffer in tests);
-/// an error is printed as `claude-shim: <error>` and exits 1.
-pub trait Run {
-    fn run(&self, out: &mut dyn Write) -> Result<()>;
-}
+use std::path::Path;
+use store_access::{UnreadableStore, STORE_FIX};
 
 fn env_help() -> String {
     let width = crate::env::ALL
@@ -118,6 +116,16 @@ impl Run for Explain {
     }
 }
 
+/// `completions`, given what it completes: the clap definition, here above
+/// every subcommand.
+struct CompletionsOf<'a>(&'a completions::Completions);
+
+impl Run for CompletionsOf<'_> {
+    fn run(&self, out: &mut dyn Write) -> Result<()> {
+        self.0.run(&Cli::command(), out)
+    }
+}
+
 pub fn main(args: Vec<OsString>) -> ! {
     let cli = Cli::parse_from(args);
     let command: &dyn Run = match &cli.command {
@@ -137,7 +145,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Sessions(c) => c,
         Command::Forget(c) => c,
         Command::Gc(c) => c,
-        Command::Completions(c) => c,
+        Command::Completions(c) => &CompletionsOf(c),
         Command::RouteKey(c) => c,
         Command::Warm(c) => c,
         Command::Keeper(c) => c,
@@ -174,69 +182,6 @@ pub fn main(args: Vec<OsString>) -> ! {
             std::process::exit(1)
         }
     }
-}
-
-/// A command's verdict that the exit status carries even when stdout was
-/// closed early: `doctor` found problems.
-#[derive(Debug)]
-struct Failed(String);
-
-impl std::fmt::Display for Failed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Failed {}
-
-/// Where to go when the store cannot be read.
-const STORE_FIX: &str = "`claude-shim doctor` says how to fix the store";
-
-/// The shim's store could not be opened: a management command that needs it
-/// names it, and [`main`] adds where to go next.
-#[derive(Debug)]
-struct UnreadableStore(String);
-
-impl std::fmt::Display for UnreadableStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot read the shim's store {}", self.0)
-    }
-}
-
-/// The store, if it exists: commands that only read never create it.
-fn existing_store() -> Result<Option<crate::store::Store>> {
-    use crate::store::backend::{redact, Location};
-    let Some(dir) = crate::data_dir::DataDir::existing()? else {
-        return Ok(None);
-    };
-    match Location::configured(&dir)? {
-        Location::Postgres(url) => {
-            let patience =
-                crate::store::postgres::Patience::Each(std::time::Duration::from_secs(10));
-            crate::store::Store::open_configured(&dir, patience)
-                .map(Some)
-                .context(UnreadableStore(redact(&url)))
-        }
-        Location::Sqlite => {
-            let db = dir.join(crate::store::DB_FILE);
-            if !db.exists() {
-                return Ok(None);
-            }
-            crate::store::Store::open_in(dir.path())
-                .map(Some)
-                .context(UnreadableStore(db.display().to_string()))
-        }
-    }
-}
-
-/// A `--cwd` as the runs and pins record it: canonical (the shim
-/// canonicalises the cwd of every turn), else absolute as given.
-fn canonical_dir(dir: &Path) -> String {
-    dir.canonicalize()
-        .or_else(|_| std::path::absolute(dir))
-        .unwrap_or_else(|_| PathBuf::from(dir))
-        .to_string_lossy()
-        .into_owned()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! runs a package's code on removal). Read from the binary's resolved path
 //! and a few files beside it; the decision is pure.
 
-use super::quote;
+use crate::text::quote;
 use serde::Serialize;
 use std::path::{Component, Path, PathBuf};
 

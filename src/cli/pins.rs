@@ -1,8 +1,11 @@
 //! `pins`: the conversations the shim can resume, one row each (the newest
 //! pin of every session).
 
-use super::{duration, human, style::Style, Run};
+use super::command::Run;
+use super::store_access::{canonical_dir, existing_store};
+use super::{human, style::Style};
 use crate::store::report::PinRow;
+use crate::text::duration;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
@@ -137,8 +140,8 @@ pub fn render(
 
 impl Run for Pins {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
-        let cwd = self.cwd.as_deref().map(super::canonical_dir);
-        let pins = match super::existing_store()? {
+        let cwd = self.cwd.as_deref().map(canonical_dir);
+        let pins = match existing_store()? {
             Some(store) => store.latest_pins(cwd.as_deref())?,
             None => Vec::new(),
         };

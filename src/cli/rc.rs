@@ -1,7 +1,7 @@
 //! The user's shell and its rc files: which file holds the line that runs
 //! `claude-shim init`, what that line is, and the line to suggest.
 
-use super::quote;
+use crate::text::quote;
 use std::path::{Path, PathBuf};
 
 /// The user's login shell, for the rc hint.

@@ -5,7 +5,7 @@
 //! records for the conversation (`conv_key` in runs and pins): a hash of
 //! its first user message.
 
-use super::Run;
+use super::command::Run;
 use crate::identity::ConvKey;
 use anyhow::{bail, Context, Result};
 use clap::Args;

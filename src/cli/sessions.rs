@@ -2,8 +2,11 @@
 //! project), whoever made it, with what the shim knows of it: running ones
 //! first, then the newest. A table that fits the terminal, or `--json`.
 
+use super::command::Run;
 use super::session_list::{self as list, Session, Which};
-use super::{duration, human, style, style::Style, Run};
+use super::store_access::{canonical_dir, existing_store, STORE_FIX};
+use super::{human, style, style::Style};
+use crate::text::duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -29,17 +32,17 @@ impl Run for Sessions {
             .context("no Claude Code config dir: set CLAUDE_CONFIG_DIR or HOME")?;
         let which = match (&self.cwd, self.all) {
             (_, true) => Which::All,
-            (Some(dir), false) => Which::Dir(super::canonical_dir(dir)),
-            (None, false) => Which::Dir(super::canonical_dir(std::path::Path::new("."))),
+            (Some(dir), false) => Which::Dir(canonical_dir(dir)),
+            (None, false) => Which::Dir(canonical_dir(std::path::Path::new("."))),
         };
         // A store that cannot be read is named; the files still list.
-        let store = super::existing_store().unwrap_or_else(|e| {
+        let store = existing_store().unwrap_or_else(|e| {
             crate::error!("sessions: the store: {e:#}");
             let _ = writeln!(
                 std::io::stderr(),
                 "claude-shim: {e:#}\nclaude-shim: listing the session files without pins \
                  or leases; {}",
-                super::STORE_FIX
+                STORE_FIX
             );
             None
         });

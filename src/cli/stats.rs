@@ -2,8 +2,11 @@
 //! prompt bytes stripped, tokens and cost, an estimate of the replay cost
 //! (see `tally`), and one bar per day.
 
+use super::command::Run;
+use super::store_access::{canonical_dir, existing_store};
 use super::tally::{self, Tally, Totals};
-use super::{chart, duration, human, style::Style, Run};
+use super::{chart, human, style::Style};
+use crate::text::duration;
 use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
@@ -54,8 +57,8 @@ impl Run for Stats {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
         let now = crate::store::now();
         let since = duration::before(now, self.since);
-        let cwd = self.cwd.as_deref().map(super::canonical_dir);
-        let rows = match super::existing_store()? {
+        let cwd = self.cwd.as_deref().map(canonical_dir);
+        let rows = match existing_store()? {
             Some(store) => store.runs_since(since, cwd.as_deref())?,
             None => Vec::new(),
         };

@@ -3,9 +3,11 @@
 //! this week's managed turns resumed and what that saved (an estimate),
 //! and how the last turn ran and why. `doctor` is the full check.
 
+use super::command::Run;
 use super::doctor::activation::{self, How};
+use super::store_access::existing_store;
 use super::tally::{self, Totals};
-use super::{doctor, human, style::Style, Run};
+use super::{doctor, human, style::Style};
 use crate::store::report::LogRow;
 use anyhow::Result;
 use clap::Args;
@@ -122,7 +124,7 @@ fn background() -> Option<Background> {
 }
 
 fn from_store(g: &mut Glance) -> Result<()> {
-    let Some(store) = super::existing_store()? else {
+    let Some(store) = existing_store()? else {
         return Ok(());
     };
     let now = crate::store::now();
@@ -236,7 +238,7 @@ pub fn render(
             plural(b.live_clis as i64, "live CLI", "live CLIs"),
             human::bytes(b.memory_bytes as i64),
             human::bytes(b.memory_budget_bytes as i64),
-            super::duration::exact(b.idle_ttl_secs),
+            crate::text::duration::exact(b.idle_ttl_secs),
         ),
     };
     put(out, "background", background)?;

@@ -2,7 +2,9 @@
 //! default) or end them (`stop [SESSION]`; without one, every process and
 //! the keeper). `keeper` (hidden) is the keeper itself, which shims start.
 
-use super::{duration, human, style::Style, Run};
+use super::command::Run;
+use super::{human, style::Style};
+use crate::text::duration;
 use crate::warm::client::Keeper;
 use anyhow::Result;
 use clap::{Args, Subcommand};

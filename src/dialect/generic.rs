@@ -4,7 +4,8 @@
 //! user/assistant consistently, ending with the user. Proof of receipt still
 //! guards every resume, so a wrong split only costs a fresh turn.
 
-use super::{Conversation, Dialect, Role, Turn};
+use super::conversation::{lf, Conversation, Dialect};
+use crate::identity::{Role, Turn};
 
 pub struct Generic;
 
@@ -84,7 +85,7 @@ impl Dialect for Generic {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
-        let text = super::lf(text);
+        let text = lf(text);
         let lines: Vec<&str> = text.split('\n').collect();
         let markers: Vec<(usize, Marker)> = lines
             .iter()

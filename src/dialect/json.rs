@@ -4,7 +4,8 @@
 //! their turn. The delta keeps the shape: an array (or wrapper) holding the
 //! current message only.
 
-use super::{Conversation, Dialect, Role, Turn};
+use super::conversation::{Conversation, Dialect};
+use crate::identity::{Role, Turn};
 use serde_json::{json, Value};
 
 pub struct Json;

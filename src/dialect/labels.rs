@@ -3,7 +3,8 @@
 //! preamble before the first marker (e.g. `System: …`) and an optional bare
 //! `Assistant:` cue at the end.
 
-use super::{Conversation, Dialect, Role, Turn};
+use super::conversation::{lf, Conversation, Dialect};
+use crate::identity::{Role, Turn};
 
 pub struct Labels {
     name: &'static str,
@@ -65,7 +66,7 @@ impl Labels {
         if !text.starts_with(self.user) && !text.contains(&format!("\n{}", self.user)) {
             return None;
         }
-        let text = super::lf(text);
+        let text = lf(text);
         let mut preamble = String::new();
         let mut turns: Vec<Split> = Vec::new();
         for line in text.split('\n') {

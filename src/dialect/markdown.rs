@@ -5,7 +5,8 @@
 //! before the first `## user` (instructions, a context warning) is the
 //! preamble; it is recomposed every turn and may change.
 
-use super::{Conversation, Dialect, Role, Turn};
+use super::conversation::{lf, Conversation, Dialect};
+use crate::identity::{Role, Turn};
 
 pub struct Markdown;
 
@@ -40,7 +41,7 @@ impl Dialect for Markdown {
         if !text.contains("## user") {
             return None;
         }
-        let text = super::lf(text);
+        let text = lf(text);
         let mut preamble = String::new();
         let mut turns: Vec<(Role, String)> = Vec::new();
         for line in text.split('\n') {

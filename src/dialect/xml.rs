@@ -2,7 +2,8 @@
 //! `<system>⏎sys⏎</system>` block, user text bare, each assistant reply as
 //! `<previous_response>⏎a⏎</previous_response>`, joined by newlines.
 
-use super::{Conversation, Dialect, Role, Turn};
+use super::conversation::{lf, Conversation, Dialect};
+use crate::identity::{Role, Turn};
 
 pub struct Xml;
 
@@ -21,7 +22,7 @@ impl Dialect for Xml {
         if !text.contains(OPEN) && !text.trim_start().starts_with("<system>") {
             return None;
         }
-        let text = super::lf(text);
+        let text = lf(text);
         let mut rest = text.trim();
         let mut preamble = None;
         if rest.starts_with("<system>\n") {

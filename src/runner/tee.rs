@@ -2,7 +2,7 @@
 //! an optional hold: while a resume attempt is unproven, output is kept back
 //! so a refused resume can be discarded and rerun without the caller seeing it.
 
-use super::Watch;
+use super::watch::Watch;
 use crate::events::Event;
 use crate::observe::Observer;
 use crate::platform::Spliced;
@@ -125,7 +125,7 @@ pub struct Tap {
     pub answers: Answers,
     /// The child's pid (for `answers.heard`).
     pub pid: i32,
-    pub proof: super::Proof,
+    pub proof: super::watch::Proof,
     /// Stream-json in, the caller's format out (line by line).
     pub render: Option<crate::runner::render::Render>,
     /// Results get the call's own cost figures (json and stream-json: whole

@@ -2,7 +2,35 @@
 //! resume the CLI refuses before any output reached the caller reruns fresh,
 //! as the caller asked; a retry of a killed turn may continue it.
 
-use super::*;
+use super::attempt::{self, Attempt};
+use super::launch::{Ctx, Launch};
+use super::lookup::{self, Place};
+use super::plan::{self, How, Plan, Why};
+use super::record::{self, PinContext, Recorder};
+use super::why::Reason;
+use crate::prompt::Prompt;
+use crate::runner::{self, signals::ChildPid, Exit, Finished, Watch};
+use crate::store::runs::{Kind, Run, Spent};
+use crate::{debug, env, error, sessions};
+use std::ffi::OsString;
+use std::sync::Arc;
+
+/// A turn decided: everything `execute` needs.
+pub(super) struct Prepared {
+    pub(super) place: Place,
+    pub(super) plan: Plan,
+    pub(super) reason: Reason,
+    pub(super) attempt: Attempt,
+    pub(super) ctx: PinContext,
+    /// The in-place lease, taken by lookup.
+    pub(super) lease: Option<lookup::LeaseGuard>,
+    pub(super) head_before: Option<String>,
+    /// A fresh turn past the compaction ceiling may be refused as too long:
+    /// then this resume of the compacted session runs, and its head.
+    pub(super) resume_instead: Option<(Plan, Attempt, Option<String>)>,
+    /// Which turn this is (its attempts are recorded under it).
+    pub(super) turn: TurnKey,
+}
 
 /// Which turn of which conversation this is (retries of it share it).
 #[derive(Debug, Clone)]
@@ -347,4 +375,33 @@ fn succeeded(f: &Finished) -> bool {
 /// a stop the caller (or the system) asked for; rerunning would undo it.
 fn may_be_refusal(f: &Finished, child: &ChildPid) -> bool {
     !succeeded(f) && matches!(f.exit, runner::Exit::Code(_)) && !child.signalled()
+}
+
+/// Delete the files of ephemeral sessions that are superseded or idle past
+/// their TTL (a few per turn, once a minute on a shared store; `gc` sweeps the rest).
+pub fn sweep_ephemeral(place: &Place) {
+    let store = place.store.lock();
+    if !store.housekeeping_due("ephemeral") {
+        return;
+    }
+    let idle_before = store.now() - env::ephemeral_ttl().as_secs() as i64;
+    let expired = match store.expired_ephemeral(idle_before, crate::platform::alive) {
+        Ok(e) => e,
+        Err(e) => {
+            error!("looking for expired ephemeral sessions: {e:#}");
+            return;
+        }
+    };
+    for (session, config_dir) in expired.into_iter().take(8) {
+        let dir = if config_dir.is_empty() {
+            place.config_dir.clone()
+        } else {
+            config_dir.into()
+        };
+        sessions::remove(&dir, &session);
+        if let Err(e) = store.drop_session(&session) {
+            error!("forgetting ephemeral session {session}: {e:#}");
+        }
+        debug!("ephemeral session {session} removed");
+    }
 }

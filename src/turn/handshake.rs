@@ -21,8 +21,9 @@
 
 use super::attempt::Attempt;
 use super::initialize::{self, Remembered};
+use super::launch::{Cold, Ctx, Launch};
+use super::managed::{managed_turn, unchanged};
 use super::why::Reason;
-use super::{Ctx, Launch};
 use crate::events::Event;
 use crate::prompt::{self, Prompt, RawStdin};
 use crate::runner::{self, Exit, Finished, Running, Spec, StdinPlan, Watch};
@@ -152,9 +153,9 @@ pub(super) fn run(
     if let Prompt::None { .. } = prompt {
         // Input ended before a user message: A has had everything.
         let reason = Reason::input_ended();
-        return super::unchanged(ctx, &original, &prompt, reason, &mut launch);
+        return unchanged(ctx, &original, &prompt, reason, &mut launch);
     }
-    super::managed_turn(ctx, &prompt, args, &original, &mut launch)
+    managed_turn(ctx, &prompt, args, &original, &mut launch)
 }
 
 /// How long after the shim's answer to `initialize` the caller's message
@@ -186,13 +187,13 @@ fn answered_at_once(
     let original = super::attempt::original(&prompt, args, ctx.managed.input);
     if let Prompt::None { .. } = prompt {
         let reason = Reason::input_ended();
-        return super::unchanged(ctx, &original, &prompt, reason, &mut super::Cold);
+        return unchanged(ctx, &original, &prompt, reason, &mut Cold);
     }
     // The caller has the answer: a live CLI may serve the turn.
     let sdk = init.sdk_init(&init_line, None);
     match super::warm::Warm::new(ctx, args, &prompt, Some(sdk)) {
-        Some(mut w) => super::managed_turn(ctx, &prompt, args, &original, &mut w),
-        None => super::managed_turn(ctx, &prompt, args, &original, &mut super::Cold),
+        Some(mut w) => managed_turn(ctx, &prompt, args, &original, &mut w),
+        None => managed_turn(ctx, &prompt, args, &original, &mut Cold),
     }
 }
 

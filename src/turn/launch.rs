@@ -1,14 +1,17 @@
 //! How a turn's runs start — a new CLI per run ([`Cold`]), a live CLI (see
 //! `super::warm`), or the CLI that already answered an Agent SDK caller
-//! (see `super::handshake`) — and what every run starts with ([`Ctx`]).
+//! (see `super::handshake`) — and what every run starts with ([`Ctx`]);
+//! with [`release`], which ends a session's live process before a cold run
+//! writes to the session in place.
 
 use super::attempt::Attempt;
 use super::plan::{How, Plan};
-use super::warm;
-use crate::env;
+use crate::data_dir::DataDir;
 use crate::invocation::Managed;
 use crate::runner::{self, signals::ChildPid, Finished, Spec, Watch};
 use crate::store::runs::Engine;
+use crate::warm::client::Keeper;
+use crate::{debug, env};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -105,12 +108,28 @@ impl Launch for Cold {
         } = plan
         {
             // A live process of this session would no longer know it.
-            warm::release(session);
+            release(session);
         }
         ctx.spawn(a, watch)
     }
 
     fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
         ctx.spawn(a, watch)
+    }
+}
+
+/// Before a cold run writes to `session` in place: end its live process,
+/// if a keeper holds one (it would no longer know the session).
+pub fn release(session: &str) {
+    let Ok(Some(dir)) = DataDir::existing() else {
+        return;
+    };
+    if !crate::warm::socket::socket(&dir).exists() {
+        return;
+    }
+    if let Some(mut k) = Keeper::connect(&dir, false) {
+        if !k.release(session) {
+            debug!("warm: the keeper could not release {session}");
+        }
     }
 }

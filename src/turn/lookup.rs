@@ -215,7 +215,7 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
             &pin.session,
             at,
             leased,
-            || super::warm::release(&pin.session),
+            || super::launch::release(&pin.session),
         );
     }
     let file = sessions::find(&place.config_dir, &pin.session).filter(|_| here);

@@ -3,7 +3,7 @@
 //! it comes, the caller's signals and (for an Agent SDK caller) everything it
 //! goes on writing — so the caller sees what a cold run prints.
 
-use super::Ctx;
+use super::launch::Ctx;
 use crate::events::Event;
 use crate::observe::Observer;
 use crate::runner::render::Render;

@@ -5,9 +5,9 @@
 //! before a byte reached the caller: the turn runs cold.
 
 use super::attempt::Attempt;
+use super::launch::{Cold, Ctx, Launch};
 use super::plan::{How, Miss, Plan, Why};
 use super::relay::{cold_exit_on, relay, Caller, Input, START_PATIENCE};
-use super::{Cold, Ctx, Launch};
 use crate::data_dir::DataDir;
 use crate::prompt::Prompt;
 use crate::runner::tee;
@@ -558,22 +558,6 @@ impl Warm {
                 f
             }
             None => cold(self, watch),
-        }
-    }
-}
-
-/// Before a cold run writes to `session` in place: end its live process,
-/// if a keeper holds one (it would no longer know the session).
-pub fn release(session: &str) {
-    let Ok(Some(dir)) = DataDir::existing() else {
-        return;
-    };
-    if !crate::warm::socket::socket(&dir).exists() {
-        return;
-    }
-    if let Some(mut k) = Keeper::connect(&dir, false) {
-        if !k.release(session) {
-            debug!("warm: the keeper could not release {session}");
         }
     }
 }

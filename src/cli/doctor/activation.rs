@@ -5,7 +5,7 @@
 //! functions). When it does not, what to do about it, knowing what the rc
 //! file already holds. Pure over doctor's facts.
 
-use super::Facts;
+use super::facts::Facts;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -2,7 +2,7 @@
 //! problems, the command that fixes it. Pure, so the rules are tested as a
 //! table without touching the machine.
 
-use super::Facts;
+use super::facts::Facts;
 use crate::cli::human;
 use crate::cli::style::Style;
 use serde::Serialize;
