@@ -717,8 +717,16 @@ mod detached {
 
     #[test]
     fn only_stdio_reaches_a_confined_child() {
-        // An inheritable pipe, as bash's process substitution hands down.
+        // An inheritable pipe, as bash's process substitution hands down; at
+        // fds above 3, which sh's own listing may take once they are closed
+        // (a test process with only fds 0-2 open gets 3 and 4 from pipe()).
         let (r, w) = nix::unistd::pipe().unwrap();
+        let high = |fd: std::os::fd::OwnedFd| {
+            let n = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD(20)).unwrap();
+            // SAFETY: F_DUPFD returned a new descriptor that nothing else owns.
+            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(n) }
+        };
+        let (r, w) = (high(r), high(w));
         for fd in [&r, &w] {
             nix::fcntl::fcntl(
                 fd.as_raw_fd(),
