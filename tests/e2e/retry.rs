@@ -61,11 +61,21 @@ fn retried(warm: bool, signal: Signal) {
     // last finished turn. A warm turn's caller killed outright: the keeper
     // took the unfinished turn back, so the session ends at that turn again
     // and the retry resumes it in place.
-    let want = match (warm, signal) {
-        (true, Signal::SIGKILL) => "resumed",
-        _ => "forked",
+    // A cold CLI killed outright (SIGKILL, by the shim's death) may die
+    // before it wrote the message's records: then its session also ends at
+    // the last finished turn, and resuming in place is right (seen once in a
+    // CI rehearsal). What the model saw is asserted above either way.
+    let want: &[&str] = match (warm, signal) {
+        (true, Signal::SIGKILL) => &["resumed"],
+        (false, Signal::SIGKILL) => &["forked", "resumed"],
+        _ => &["forked"],
     };
-    assert_eq!(last.kind, want, "{}", w.log());
+    assert!(
+        want.contains(&last.kind.as_str()),
+        "{} not in {want:?}\n{}",
+        last.kind,
+        w.log()
+    );
 
     // The conversation goes on from the retried turn, resumed.
     w.server.clear_log();
