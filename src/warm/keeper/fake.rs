@@ -5,7 +5,7 @@
 //! signal.
 
 use super::spawn::{Child, Spawn, Spawned};
-use crate::warm::protocol::Start;
+use crate::warm::protocol::{Request, Start};
 use std::cell::RefCell;
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
@@ -193,5 +193,28 @@ impl Child for Kid {
 
     fn rss(&self) -> Option<u64> {
         self.0.borrow().rss
+    }
+}
+
+/// What a keeper is told to start for `session`: a CLI with its id.
+pub fn start(session: &str) -> Start {
+    Start {
+        program: "claude".into(),
+        args: vec!["--session-id".into(), session.into()],
+        env: vec![],
+        cwd: "/project".into(),
+        settings: Default::default(),
+    }
+}
+
+/// A turn of `session`, starting its CLI when there is none.
+pub fn turn(session: &str) -> Request {
+    Request::Turn {
+        session: session.into(),
+        head: None,
+        key: "k".into(),
+        file_size: None,
+        start: Some(Box::new(start(session))),
+        ready: None,
     }
 }

@@ -546,33 +546,11 @@ impl Pool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fake::Fake;
+    use super::super::fake::{start, turn, Fake};
     use super::*;
-    use crate::warm::protocol::Start;
     use std::time::Duration;
 
     const MIB: u64 = 1 << 20;
-
-    fn start(session: &str) -> Start {
-        Start {
-            program: "claude".into(),
-            args: vec!["--session-id".into(), session.into()],
-            env: vec![],
-            cwd: "/project".into(),
-            settings: Default::default(),
-        }
-    }
-
-    fn turn(session: &str) -> Request {
-        Request::Turn {
-            session: session.into(),
-            head: None,
-            key: "k".into(),
-            file_size: None,
-            start: Some(Box::new(start(session))),
-            ready: None,
-        }
-    }
 
     fn pool(fake: &Fake, max: usize, memory: u64) -> Pool {
         let limits = Limits {

@@ -366,7 +366,7 @@ impl Server {
 #[cfg(test)]
 mod tests {
     use super::super::config::Limits;
-    use super::super::fake::Fake;
+    use super::super::fake::{turn, Fake};
     use super::*;
     use std::os::fd::OwnedFd;
     use std::time::Duration;
@@ -414,23 +414,6 @@ mod tests {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
                 Err(e) => panic!("{e}"),
             }
-        }
-    }
-
-    fn turn(session: &str) -> Request {
-        Request::Turn {
-            session: session.into(),
-            head: None,
-            key: "k".into(),
-            file_size: None,
-            start: Some(Box::new(Start {
-                program: "claude".into(),
-                args: vec!["--session-id".into(), session.into()],
-                env: vec![],
-                cwd: "/project".into(),
-                settings: Default::default(),
-            })),
-            ready: None,
         }
     }
 
