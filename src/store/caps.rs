@@ -4,6 +4,7 @@
 //! ([`LOCAL_FILE`]): the binary is this host's, and the file is read in
 //! microseconds where the store costs a round trip.
 
+pub use super::types::caps::BinaryKey;
 use super::Store;
 pub use crate::probe::Capabilities;
 use anyhow::Result;
@@ -13,31 +14,6 @@ use rusqlite::{params, OptionalExtension};
 pub const LOCAL_FILE: &str = "capabilities.json";
 /// Binaries remembered in it (the most recent first).
 const LOCAL_KEEP: usize = 8;
-
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct BinaryKey {
-    pub path: String,
-    pub size: u64,
-    pub mtime_ns: i64,
-}
-
-impl BinaryKey {
-    pub fn of(path: &std::path::Path) -> std::io::Result<BinaryKey> {
-        use std::os::unix::fs::MetadataExt;
-        let canonical = path.canonicalize()?;
-        let meta = std::fs::metadata(&canonical)?;
-        Ok(BinaryKey {
-            path: canonical.to_string_lossy().into_owned(),
-            size: meta.size(),
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-        })
-    }
-
-    /// A short stable fingerprint for the identity scope.
-    pub fn fingerprint(&self) -> String {
-        format!("{}:{}:{}", self.path, self.size, self.mtime_ns)
-    }
-}
 
 impl Store {
     pub fn capabilities(&self, key: &BinaryKey) -> Result<Option<Capabilities>> {

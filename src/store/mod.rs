@@ -2,13 +2,15 @@
 //! embedded SQLite file by default, or in a PostgreSQL database a fleet of
 //! replicas shares (`backend`, `postgres`). Callers see one interface, the
 //! methods of [`Store`]; each dispatches to the shared backend when there
-//! is one. Every failure here is reported to the caller of these functions,
-//! who logs it and carries on without the store (the turn runs as without
-//! the shim).
+//! is one. Each topic's file (`pins`, `runs`, …) adds its methods and
+//! re-exports its rows from `types`, which both backends use. Every
+//! failure here is reported to the caller of these functions, who logs it
+//! and carries on without the store (the turn runs as without the shim).
 
 pub mod attempts;
 pub mod backend;
 pub mod caps;
+mod clock;
 pub mod listing;
 mod migrations;
 pub mod pins;
@@ -18,6 +20,9 @@ pub mod report;
 pub mod runs;
 pub mod scans;
 pub mod transcripts;
+pub mod types;
+
+pub use clock::{now, Clock};
 
 use crate::data_dir::DataDir;
 use anyhow::{bail, Context, Result};
@@ -36,9 +41,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// A turn waits at most this long in all for other processes' locks, then
 /// goes on without the store (see `hot_path_busy`).
 const HOT_PATH_BUDGET: Duration = Duration::from_millis(1500);
-
-/// Seconds since the epoch, as the store sees them (injectable for tests).
-pub type Clock = std::sync::Arc<dyn Fn() -> i64 + Send + Sync>;
 
 pub struct Store {
     /// The SQLite connection (derefs to `rusqlite::Connection`); empty
@@ -353,14 +355,6 @@ fn check_private_file(path: &Path) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Seconds since the epoch.
-pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

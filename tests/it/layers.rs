@@ -617,19 +617,7 @@ fn circles(g: &Siblings) -> Vec<String> {
 /// Folders whose circles are known and not broken yet, with why: every
 /// other folder is held, and the test fails once one of these has none left
 /// (take it off the list then).
-const NOT_YET: &[(&str, &str)] = &[
-    (
-        "store",
-        "each topic's file adds to `impl Store` through `super::Store` while \
-         store/mod.rs holds the shared store (`postgres`), whose files use the \
-         topics' row types",
-    ),
-    (
-        "store::postgres",
-        "handoff, migrations and schema use the connection of postgres/mod.rs \
-         (`Pg`, `Io`, `call!`) while it starts connections through them",
-    ),
-];
+const NOT_YET: &[(&str, &str)] = &[];
 
 #[test]
 fn no_two_sibling_files_import_each_other_even_through_others() {

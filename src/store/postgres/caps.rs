@@ -1,8 +1,8 @@
 //! What a binary supports, and session-file scans: as `store::{caps, scans}`.
 
-use super::{call, owned, Pg, Typed};
+use super::conn::{call, owned, Pg, Typed};
 use crate::probe::Capabilities;
-use crate::store::caps::BinaryKey;
+use crate::store::types::caps::BinaryKey;
 use anyhow::Result;
 
 impl Pg {

@@ -9,7 +9,9 @@
 //! reaches the server. The keeper keeps no copy, so the connection is the
 //! turn's alone and ends with it, its leases (session advisory locks) with it.
 
-use super::{config, Patience};
+use super::conn::{config, Io, Patience, Pg};
+use super::nss;
+use super::open::Schema;
 use anyhow::{bail, Context, Result};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -55,8 +57,8 @@ impl Ready {
 /// `Pg::warm_up`); the socket and the start-up answer, to hand over.
 pub fn ready(url: &str) -> Result<Ready> {
     let config = config(url, Patience::Turn)?;
-    let io = super::Io::new(Patience::Each(READYING))?;
-    super::nss::builtin_services_only();
+    let io = Io::new(Patience::Each(READYING))?;
+    nss::builtin_services_only();
     let opened = io.rt.block_on(async {
         tokio::time::timeout(READYING, async {
             let (stream, unix) = open(&config).await?;
@@ -83,7 +85,7 @@ pub fn ready(url: &str) -> Result<Ready> {
         .context("connecting timed out")?
     });
     let (client, connection, socket, answer, unix) = opened?;
-    let mut pg = super::Pg::started(io, client, connection, super::Schema::Migrate)?;
+    let mut pg = Pg::started(io, client, connection, Schema::Migrate)?;
     pg.warm_up()?;
     // Dropped without a goodbye: the connection's task ends with the
     // runtime, before the client's `Terminate` could be sent, and our copy
@@ -106,7 +108,7 @@ pub struct Handed {
 
 impl Handed {
     /// The stream a client starts on (inside the store's runtime).
-    pub(super) fn stream(self) -> io::Result<Stream> {
+    fn stream(self) -> io::Result<Stream> {
         let socket = match self.unix {
             true => {
                 let s = std::os::unix::net::UnixStream::from(self.socket);
@@ -126,6 +128,24 @@ impl Handed {
             answered: 0,
             start_up: StartUp::Header(Vec::new()),
         })
+    }
+}
+
+impl Pg {
+    /// A turn's store on a connection the keeper readied (see [`ready`]):
+    /// no connecting, and its backend has run a turn's statements already.
+    pub fn adopt(url: &str, ready: Handed, schema: Schema) -> Result<Pg> {
+        let config = config(url, Patience::Turn)?;
+        let mut io = Io::new(Patience::Turn)?;
+        let (client, connection) = {
+            let _in_rt = io.rt.enter();
+            let stream = ready.stream()?;
+            io.block_alone(
+                "adopting a readied connection",
+                config.connect_raw(stream, NoTls),
+            )?
+        };
+        Pg::started(io, client, connection, schema)
     }
 }
 
@@ -198,7 +218,7 @@ async fn tcp(to: impl tokio::net::ToSocketAddrs) -> Result<(Socket, bool)> {
     let _ = setsockopt(
         &s,
         sockopt::TcpUserTimeout,
-        &(super::TURN_BUDGET.as_millis() as u32),
+        &(super::conn::TURN_BUDGET.as_millis() as u32),
     );
     Ok((Socket::Tcp(s), false))
 }

@@ -1,8 +1,8 @@
 //! Leases (advisory locks: a connection's, gone with it) and ephemeral sessions: as `store::pins`' leases.
 
+use super::conn::{call, lease_key, Pg, Typed};
 use super::transcripts::{chunk_of, MANIFEST};
-use super::{call, lease_key, Pg, Typed};
-use crate::store::pins::Lease;
+use crate::store::types::pins::Lease;
 use anyhow::Result;
 
 impl Pg {
@@ -52,7 +52,7 @@ impl Pg {
         // has the lease: read them in the same round trip, after the lease
         // (the server runs them in order), and keep them only if it took it.
         let prefetch = rowless_has_no_head
-            && self.io.patience == super::Patience::Turn
+            && self.io.patience == super::conn::Patience::Turn
             && !self.manifests.contains_key(session);
         let answer = call!(self, "taking the lease", |c| {
             let manifest = async {

@@ -3,7 +3,7 @@
 //! transaction under an advisory lock, so replicas starting together apply
 //! each step once.
 
-use super::{call, call_tx, Pg, Typed};
+use super::conn::{call, call_tx, Pg, Typed};
 use anyhow::Result;
 use tokio_postgres::error::SqlState;
 

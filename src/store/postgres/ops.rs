@@ -2,16 +2,16 @@
 //! `runs`, `caps`, `transcripts` (each beside its SQLite twin in `store`);
 //! here the sessions listing and the warm-up of a readied backend.
 
-use super::{call, Pg, Typed};
-use crate::store::attempts::Outcome;
-use crate::store::pins::{NewPin, Ownership};
-use crate::store::runs::Run;
+use super::conn::{call, Pg, Typed};
+use crate::store::types::attempts::Outcome;
+use crate::store::types::pins::{NewPin, Ownership};
+use crate::store::types::runs::Run;
 use anyhow::Result;
 
 impl Pg {
     /// As `Store::shim_sessions`; a lease counts while its holder's
     /// connection is live, and its pid is known when it is on this host.
-    pub fn shim_sessions(&mut self) -> Result<Vec<crate::store::listing::ShimSession>> {
+    pub fn shim_sessions(&mut self) -> Result<Vec<crate::store::types::listing::ShimSession>> {
         let prefix = format!("{}:", self.host);
         let rows = call!(self, "listing sessions", |c| {
             c.q(
@@ -40,7 +40,7 @@ impl Pg {
             .iter()
             .map(|r| {
                 let holder: Option<String> = r.get(8);
-                crate::store::listing::ShimSession {
+                crate::store::types::listing::ShimSession {
                     session: r.get(0),
                     cwd: r.get(1),
                     turns: r.get(2),
@@ -84,7 +84,7 @@ impl Pg {
         self.add_pin(&pin, Ownership::Kept, "/", 0)?;
         let run = Run {
             cwd: "/",
-            kind: crate::store::runs::Kind::Fresh,
+            kind: crate::store::types::runs::Kind::Fresh,
             why_code: S,
             why: S,
             exit: 0,
@@ -93,7 +93,7 @@ impl Pg {
             spent: Default::default(),
             session: Some(S),
             conv_key: None,
-            engine: crate::store::runs::Engine::Cold,
+            engine: crate::store::types::runs::Engine::Cold,
         };
         self.log_run(&run, 0)?;
         self.mark_draining(S)?;

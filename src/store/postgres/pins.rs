@@ -1,8 +1,8 @@
 //! Pins, session heads and the prompts continuation by content keeps: as `store::{pins, prompts}`.
 
-use super::{call, Pg, Typed};
+use super::conn::{call, Pg, Typed};
 use crate::identity::{Chain, ConvKey, Node, PreambleHash, ReplyHash};
-use crate::store::pins::{Elsewhere, NewPin, Ownership, Pin};
+use crate::store::types::pins::{Elsewhere, NewPin, Ownership, Pin};
 use anyhow::Result;
 
 impl Pg {
@@ -112,7 +112,7 @@ impl Pg {
         replies: &str,
         continues: Option<i64>,
     ) -> Result<()> {
-        let per_scope = crate::store::prompts::PER_SCOPE;
+        let per_scope = crate::store::types::prompts::PER_SCOPE;
         call!(self, "keeping a prompt", |c| {
             c.x(
                 "WITH k AS (UPDATE pins SET prompt = $2, replies = $3, continues = $4
@@ -141,7 +141,7 @@ impl Pg {
         &mut self,
         scope: &crate::identity::Scope,
         limit: i64,
-    ) -> Result<Vec<crate::store::prompts::Prompted>> {
+    ) -> Result<Vec<crate::store::types::prompts::Prompted>> {
         let rows = call!(self, "finding kept prompts", |c| {
             c.q(
                 "SELECT id, chain, session, turns, conv_key, octet_length(prompt)::BIGINT, replies
@@ -154,7 +154,7 @@ impl Pg {
         Ok(rows
             .iter()
             .filter_map(|r| {
-                crate::store::prompts::prompted_row(
+                crate::store::types::prompts::prompted_row(
                     r.get(0),
                     r.get(1),
                     r.get(2),

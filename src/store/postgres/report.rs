@@ -1,8 +1,8 @@
 //! The management queries (`stats`, `pins`, `forget`, `gc`, `doctor`) on
 //! the shared store. Same meaning as `store::report`.
 
-use super::{call, call_tx, Pg, Typed};
-use crate::store::report::{Health, LocalTime, LogRow, PinRow, Removed, RunRow, Tokens};
+use super::conn::{call, call_tx, Pg, Typed};
+use crate::store::types::report::{Health, LocalTime, LogRow, PinRow, Removed, RunRow, Tokens};
 use anyhow::Result;
 
 /// Drop session rows no pin refers to, and the transcripts of sessions
@@ -268,7 +268,7 @@ impl Pg {
         Ok(Health {
             quick_check: "ok".into(),
             schema_version: version,
-            schema_expected: super::COUNT as i64,
+            schema_expected: super::migrations::COUNT as i64,
         })
     }
 }

@@ -1,10 +1,10 @@
 //! The runs log and the attempts of a turn: as `store::{runs, attempts}`.
 
-use super::{call, owned, Pg, Typed};
+use super::conn::{call, owned, Pg, Typed};
 use crate::events::Usage;
 use crate::identity::Node;
-use crate::store::attempts::{AttemptRow, Outcome};
-use crate::store::runs::Run;
+use crate::store::types::attempts::{AttemptRow, Outcome};
+use crate::store::types::runs::Run;
 use anyhow::Result;
 
 impl Pg {

@@ -22,9 +22,9 @@ pub fn marker(dir: &DataDir, url: &str) -> PathBuf {
     dir.join(format!("store-schema-{}", hex::encode(&digest[..8])))
 }
 
-/// Whether the marker says the schema has every step this build knows,
-/// and says it recently enough.
-pub fn trusted(marker: &Path) -> bool {
+/// Whether the marker says the schema has every one of the `steps` this
+/// build knows (`migrations::COUNT`), and says it recently enough.
+pub fn trusted(marker: &Path, steps: usize) -> bool {
     let Ok(Some(bytes)) = crate::data_dir::read_private(marker) else {
         return false;
     };
@@ -33,13 +33,13 @@ pub fn trusted(marker: &Path) -> bool {
     let (Some(Ok(version)), Some(Ok(at))) = (fields.next(), fields.next()) else {
         return false;
     };
-    let age = crate::store::now() - at;
-    version >= super::COUNT as i64 && (0..FRESH_FOR.as_secs() as i64).contains(&age)
+    let age = crate::store::clock::now() - at;
+    version >= steps as i64 && (0..FRESH_FOR.as_secs() as i64).contains(&age)
 }
 
-/// The schema was just found (or made) up to date.
-pub fn remember(marker: &Path) {
-    let text = format!("{} {}\n", super::COUNT, crate::store::now());
+/// The schema was just found (or made) up to date: it has all `steps`.
+pub fn remember(marker: &Path, steps: usize) {
+    let text = format!("{steps} {}\n", crate::store::clock::now());
     if let Err(e) = crate::whole_file::write(marker, text.as_bytes(), 0o600) {
         crate::debug!("store: no schema marker ({e})");
     }
@@ -63,6 +63,7 @@ pub fn is_missing_object(e: &tokio_postgres::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::COUNT;
     use super::*;
 
     #[test]
@@ -72,21 +73,21 @@ mod tests {
         let m = marker(&dir, "postgres://u:secret@h/db");
         assert!(!m.to_string_lossy().contains("secret"));
         assert_ne!(m, marker(&dir, "postgres://u:secret@h/other"));
-        assert!(!trusted(&m), "no marker yet");
-        remember(&m);
-        assert!(trusted(&m));
-        let now = crate::store::now();
+        assert!(!trusted(&m, COUNT), "no marker yet");
+        remember(&m, COUNT);
+        assert!(trusted(&m, COUNT));
+        let now = crate::store::clock::now();
         let write = |text: String| crate::whole_file::write(&m, text.as_bytes(), 0o600).unwrap();
-        write(format!("{} {}", super::super::COUNT - 1, now));
-        assert!(!trusted(&m), "a schema short of this build's steps");
-        write(format!("{} {}", super::super::COUNT, now - 61));
-        assert!(!trusted(&m), "stale");
-        write(format!("{} {}", super::super::COUNT, now + 3600));
-        assert!(!trusted(&m), "from the future");
+        write(format!("{} {}", COUNT - 1, now));
+        assert!(!trusted(&m, COUNT), "a schema short of this build's steps");
+        write(format!("{} {}", COUNT, now - 61));
+        assert!(!trusted(&m, COUNT), "stale");
+        write(format!("{} {}", COUNT, now + 3600));
+        assert!(!trusted(&m, COUNT), "from the future");
         write("garbage".into());
-        assert!(!trusted(&m));
-        remember(&m);
+        assert!(!trusted(&m, COUNT));
+        remember(&m, COUNT);
         forget(&m);
-        assert!(!trusted(&m));
+        assert!(!trusted(&m, COUNT));
     }
 }

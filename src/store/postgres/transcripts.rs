@@ -1,7 +1,7 @@
 //! Transcripts that travel between hosts, in chunks: as `store::transcripts`.
 
-use super::{call, Pg, Typed};
-use crate::store::transcripts::Chunk;
+use super::conn::{call, Pg, Typed};
+use crate::store::types::transcripts::Chunk;
 use anyhow::{bail, Result};
 
 /// A session's transcript chunks, in order, without their bytes.
@@ -27,7 +27,7 @@ impl Pg {
         }
         // Only a turn remembers (a few seconds, its session leased); the
         // keeper and management commands live long and read afresh.
-        let remember = self.io.patience == super::Patience::Turn;
+        let remember = self.io.patience == super::conn::Patience::Turn;
         let rows = call!(self, "reading a transcript's chunks", |c| {
             c.q(MANIFEST, &[&session]).await
         })?;
@@ -77,7 +77,7 @@ impl Pg {
         // ends (two writers racing for the same end collide on the key).
         let mut at = start;
         for piece in data.chunks(CHUNK_MAX) {
-            let sha = crate::store::transcripts::sha256(piece);
+            let sha = crate::store::types::transcripts::sha256(piece);
             let kept = sha.clone();
             let host = &host;
             let wrote = call!(self, "uploading a transcript", |c| {

@@ -1,0 +1,98 @@
+//! The runs log's vocabulary (see `store::runs`), shared by both backends.
+
+use crate::events::Usage;
+
+/// How a turn was run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Resumed,
+    Forked,
+    Fresh,
+    /// A resume was refused and the turn reran fresh.
+    Fallback,
+    /// Managed but run unchanged (unrecognised prompt, store trouble…).
+    Unchanged,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Resumed => "resumed",
+            Kind::Forked => "forked",
+            Kind::Fresh => "fresh",
+            Kind::Fallback => "fallback",
+            Kind::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// Where a turn's token counts come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageFrom {
+    /// The result event the CLI printed (json, stream-json output).
+    Result,
+    /// The assistant records the turn appended to its session file (text
+    /// output prints none).
+    SessionFile,
+}
+
+impl UsageFrom {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UsageFrom::Result => "result",
+            UsageFrom::SessionFile => "session-file",
+        }
+    }
+}
+
+/// What one turn used and cost. `None` is unknown, never zero.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spent {
+    pub usage: Option<(Usage, UsageFrom)>,
+    /// The turn's own cost (the CLI's running total minus where it started).
+    pub cost_usd: Option<f64>,
+    /// The session's running total after the turn, as the CLI reported it.
+    pub total_cost_usd: Option<f64>,
+}
+
+/// How a turn's last run ran (the runs log's `engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// A new CLI process for the run.
+    Cold,
+    /// A live process's next turn.
+    Warm,
+    /// A new live process, kept for the next turn.
+    Live,
+    /// A CLI started ready for a new conversation, which took it.
+    Ready,
+    /// The CLI that already answered an Agent SDK caller's `initialize`.
+    Handshake,
+}
+
+impl Engine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Cold => "cold",
+            Engine::Warm => "warm",
+            Engine::Live => "live",
+            Engine::Ready => "ready",
+            Engine::Handshake => "handshake",
+        }
+    }
+}
+
+pub struct Run<'a> {
+    pub cwd: &'a str,
+    pub kind: Kind,
+    /// Stable reason code (see `turn::why`) and its sentence.
+    pub why_code: &'a str,
+    pub why: &'a str,
+    pub exit: i32,
+    pub bytes_in: usize,
+    pub bytes_sent: usize,
+    pub spent: Spent,
+    pub session: Option<&'a str>,
+    pub conv_key: Option<&'a str>,
+    pub engine: Engine,
+}
