@@ -29,30 +29,38 @@ pub enum Piece {
 /// Splits stream-json output at the seal; fed every byte, in order.
 #[derive(Default)]
 pub struct Sealer {
-    /// The current line's start (enough to classify it), kept back while
-    /// undecided.
-    head: Vec<u8>,
+    /// The current line's bytes kept back: its start while too short to
+    /// tell, or a whole `stream_event` line (the CLI writes whole lines, so
+    /// in practice nothing waits).
+    line: Vec<u8>,
+    /// What the current line is, once its start is known.
+    kind: Option<LineKind>,
     /// Held from the final `message_delta` on, while not sealed.
     held: Option<Vec<u8>>,
-    /// The current line is the end of a hold (`message_stop`).
-    line_ends_hold: bool,
-    /// Whether the current line's start was classified.
-    classified: bool,
-    /// The current line is the delta that started the hold.
-    delta_line: bool,
 }
 
-/// A line that starts a hold or ends one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineKind {
+    /// A `stream_event`: kept whole, then classified.
+    Event,
+    /// Anything else: passes as it comes.
+    Other,
+}
+
+/// What a whole `stream_event` line is.
 #[derive(Debug, PartialEq, Eq)]
 enum Mark {
+    /// The main thread's delta that ends the turn.
     FinalDelta,
+    /// The main thread's `message_stop`.
     Stop,
     Other,
 }
 
-/// Enough of a line to classify it (`message_delta` puts its delta's
-/// `stop_reason` within its first 100 bytes).
-const HEAD: usize = 160;
+const EVENT: &[u8] = b"{\"type\":\"stream_event\"";
+/// A longer `stream_event` line is not kept back whole (none that matters
+/// is this long).
+const LINE_CAP: usize = 64 << 10;
 /// Past this much held, the hold gives up (nothing is lost: it all passes).
 const HOLD_CAP: usize = 1 << 20;
 
@@ -67,55 +75,46 @@ impl Sealer {
                 None => (chunk, false),
             };
             chunk = &chunk[part.len()..];
-            // A line's start waits until it is classified (the CLI writes
-            // whole lines: in practice nothing waits).
-            let mut part = part;
-            if !self.classified {
-                let want = HEAD.saturating_sub(self.head.len()).min(part.len());
-                self.head.extend_from_slice(&part[..want]);
-                part = &part[want..];
-                if self.head.len() < HEAD && !ends {
-                    continue;
-                }
-                self.classified = true;
-                match classify(&self.head) {
-                    Mark::FinalDelta if self.held.is_none() => {
-                        self.held = Some(Vec::new());
-                        self.delta_line = true;
+            let out = match self.held.as_mut() {
+                Some(held) => held,
+                None => &mut pass,
+            };
+            match self.kind {
+                Some(LineKind::Other) => out.extend_from_slice(part),
+                _ => {
+                    self.line.extend_from_slice(part);
+                    if self.kind.is_none() {
+                        let n = self.line.len().min(EVENT.len());
+                        if self.line[..n] != EVENT[..n] {
+                            self.kind = Some(LineKind::Other);
+                        } else if n == EVENT.len() {
+                            self.kind = Some(LineKind::Event);
+                        }
                     }
-                    Mark::Stop if self.held.is_some() => self.line_ends_hold = true,
-                    _ => {}
-                }
-                match self.held.as_mut() {
-                    Some(held) => held.extend_from_slice(&self.head),
-                    None => pass.extend_from_slice(&self.head),
-                }
-                self.head.clear();
-            }
-            match self.held.as_mut() {
-                Some(held) => held.extend_from_slice(part),
-                None => pass.extend_from_slice(part),
-            }
-            if ends && std::mem::take(&mut self.delta_line) {
-                // A subagent's stream names its parent's tool use: only the
-                // main thread's delta ends the turn.
-                let held = self.held.take().unwrap_or_default();
-                match find(&held, b"\"parent_tool_use_id\":null").is_some() {
-                    true => self.held = Some(held),
-                    false => pass.extend(held),
+                    let long = self.line.len() > LINE_CAP;
+                    if self.kind == Some(LineKind::Other) || (long && !ends) {
+                        self.kind = Some(LineKind::Other);
+                        out.append(&mut self.line);
+                    }
                 }
             }
-            if ends {
-                if self.line_ends_hold {
+            if !ends {
+                continue;
+            }
+            let line = std::mem::take(&mut self.line);
+            self.kind = None;
+            match (classify(&line), self.held.as_mut()) {
+                (Mark::FinalDelta, None) => self.held = Some(line),
+                (Mark::Stop, Some(held)) => {
+                    held.extend_from_slice(&line);
                     if !pass.is_empty() {
                         pieces.push(Piece::Pass(std::mem::take(&mut pass)));
                     }
                     pieces.push(Piece::Sealed);
                     pass = self.held.take().unwrap_or_default();
                 }
-                self.head.clear();
-                self.classified = false;
-                self.line_ends_hold = false;
+                (_, Some(held)) => held.extend_from_slice(&line),
+                (_, None) => pass.extend_from_slice(&line),
             }
             if self.held.as_ref().is_some_and(|h| h.len() > HOLD_CAP) {
                 pass.extend(self.held.take().unwrap_or_default());
@@ -130,43 +129,35 @@ impl Sealer {
     /// The output ended: whatever is held passes (never sealed).
     pub fn finish(&mut self) -> Vec<u8> {
         let mut rest = self.held.take().unwrap_or_default();
-        rest.append(&mut self.head);
-        self.classified = false;
-        self.delta_line = false;
+        rest.append(&mut self.line);
+        self.kind = None;
         rest
     }
 }
 
-/// What a line that starts with `head` is.
-fn classify(head: &[u8]) -> Mark {
-    const EVENT: &[u8] = b"{\"type\":\"stream_event\",\"event\":{\"type\":\"";
-    let Some(rest) = head.strip_prefix(EVENT) else {
+/// What a line (whole, kept back) is: only a `stream_event` the main thread
+/// ends its message with matters. Key order is the API's, so it is parsed.
+fn classify(line: &[u8]) -> Mark {
+    let finder = |needle: &[u8]| memchr::memmem::find(line, needle).is_some();
+    if !line.starts_with(EVENT) || !(finder(b"\"message_delta\"") || finder(b"\"message_stop\"")) {
+        return Mark::Other;
+    }
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) else {
         return Mark::Other;
     };
-    if rest.starts_with(b"message_stop\"") {
-        return Mark::Stop;
-    }
-    let Some(delta) = rest.strip_prefix(b"message_delta\",\"delta\":{") else {
+    // A subagent's stream names its parent's tool use.
+    if !v["parent_tool_use_id"].is_null() {
         return Mark::Other;
-    };
-    // Whose delta it is comes after the event: checked on the whole line.
-    match find(delta, b"\"stop_reason\":") {
-        Some(at) => {
-            let value = &delta[at + b"\"stop_reason\":".len()..];
-            if value.starts_with(b"\"tool_use\"") || value.starts_with(b"null") {
-                Mark::Other
-            } else if value.starts_with(b"\"") {
-                Mark::FinalDelta
-            } else {
-                Mark::Other
-            }
-        }
-        None => Mark::Other,
     }
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    memchr::memmem::find(hay, needle)
+    let event = &v["event"];
+    match event["type"].as_str() {
+        Some("message_stop") => Mark::Stop,
+        Some("message_delta") => match event["delta"]["stop_reason"].as_str() {
+            Some("tool_use") | None => Mark::Other,
+            Some(_) => Mark::FinalDelta,
+        },
+        _ => Mark::Other,
+    }
 }
 
 #[cfg(test)]
@@ -207,9 +198,7 @@ mod tests {
 
     #[test]
     fn the_final_delta_and_stop_pass_after_the_seal() {
-        let before = format!(
-            "{DELTA}\n{{\"type\":\"assistant\",\"message\":{{}}}}\n"
-        );
+        let before = format!("{DELTA}\n{{\"type\":\"assistant\",\"message\":{{}}}}\n");
         let delta = event(
             r#""message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":5}"#,
             "null",
@@ -220,7 +209,11 @@ mod tests {
         for step in [1, 3, 17, 64, 159, 160, 161, 4096] {
             assert_eq!(
                 pieces(&all, step),
-                [pass(&before), Piece::Sealed, pass(&format!("{delta}{stop}{result}"))],
+                [
+                    pass(&before),
+                    Piece::Sealed,
+                    pass(&format!("{delta}{stop}{result}"))
+                ],
                 "step {step}"
             );
         }
@@ -228,8 +221,14 @@ mod tests {
 
     #[test]
     fn nothing_is_sealed_mid_turn_nor_for_a_subagent_nor_without_a_stop() {
-        let tool = event(r#""message_delta","delta":{"stop_reason":"tool_use"}"#, "null");
-        let sub = event(r#""message_delta","delta":{"stop_reason":"end_turn"}"#, "\"toolu_1\"");
+        let tool = event(
+            r#""message_delta","delta":{"stop_reason":"tool_use"}"#,
+            "null",
+        );
+        let sub = event(
+            r#""message_delta","delta":{"stop_reason":"end_turn"}"#,
+            "\"toolu_1\"",
+        );
         let stop = event(r#""message_stop""#, "null");
         let sub_stop = event(r#""message_stop""#, "\"toolu_1\"");
         for all in [
@@ -237,7 +236,10 @@ mod tests {
             format!("{sub}{sub_stop}"),
             format!("{stop}"),
             // A final delta whose stop never comes: all of it passes at the end.
-            event(r#""message_delta","delta":{"stop_reason":"max_tokens"}"#, "null"),
+            event(
+                r#""message_delta","delta":{"stop_reason":"max_tokens"}"#,
+                "null",
+            ),
             "not json\n{\"type\":\"stream_event\"".to_string(),
         ] {
             for step in [1, 5, 4096] {
@@ -247,9 +249,30 @@ mod tests {
     }
 
     #[test]
+    fn keys_in_any_order() {
+        let delta = "{\"type\":\"stream_event\",\"event\":{\"delta\":{\"stop_sequence\":null,\"stop_reason\":\"end_turn\"},\"type\":\"message_delta\"},\"parent_tool_use_id\":null}\n";
+        let stop = "{\"type\":\"stream_event\",\"session_id\":\"S\",\"event\":{\"type\":\"message_stop\"}}\n";
+        let all = format!("{DELTA}\n{delta}{stop}");
+        assert_eq!(
+            pieces(&all, 7),
+            [
+                pass(&format!("{DELTA}\n")),
+                Piece::Sealed,
+                pass(&format!("{delta}{stop}"))
+            ]
+        );
+    }
+
+    #[test]
     fn a_hold_past_its_cap_lets_go() {
-        let delta = event(r#""message_delta","delta":{"stop_reason":"end_turn"}"#, "null");
-        let long = format!("{{\"type\":\"system\",\"x\":\"{}\"}}\n", "x".repeat(HOLD_CAP));
+        let delta = event(
+            r#""message_delta","delta":{"stop_reason":"end_turn"}"#,
+            "null",
+        );
+        let long = format!(
+            "{{\"type\":\"system\",\"x\":\"{}\"}}\n",
+            "x".repeat(HOLD_CAP)
+        );
         let stop = event(r#""message_stop""#, "null");
         let all = format!("{delta}{long}{stop}");
         let got = pieces(&all, 4096);

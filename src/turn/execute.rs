@@ -203,7 +203,12 @@ pub(super) fn execute(
                     lease,
                 )
                 .with_attempt(attempt_row.0)
-                .with_run(draft(kind_of(&plan), &reason, again_attempt.sent, &before)),
+                .with_run(draft(
+                    kind_of(&plan),
+                    &reason,
+                    again_attempt.sent,
+                    &before,
+                )),
             );
             let watch: Arc<dyn Watch> = recorder.clone();
             let f = launch.planned(
@@ -249,7 +254,12 @@ pub(super) fn execute(
                     None,
                 )
                 .with_attempt(attempt_row.0)
-                .with_run(draft(Kind::Fallback, &reason, prompt.len(), &Before::fresh())),
+                .with_run(draft(
+                    Kind::Fallback,
+                    &reason,
+                    prompt.len(),
+                    &Before::fresh(),
+                )),
             );
             let f = launch.as_asked(ctx, &fresh, Some(recorder.clone()));
             (f, Kind::Fallback, prompt.len(), recorder, Before::fresh())

@@ -191,6 +191,10 @@ pub fn spent(
     }
 }
 
+/// How long the end of a streamed reply waits for the session file to hold
+/// the turn (the CLI writes it within milliseconds of `message_stop`).
+const SEAL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A run's row as far as it is known before the run ends: written when the
 /// caller is about to have the whole reply (a shim killed then still leaves
 /// it in `log` and `stats`), and completed at exit.
@@ -317,10 +321,38 @@ impl Recorder {
         if obs.results > 0 || !obs.answered || st.pinned.is_some() {
             return;
         }
+        // The CLI appends the record just after it prints `message_stop`
+        // (seen on 2.1.330 against a server that answers at once): a pin is
+        // made only once the session file holds it, or not at all.
+        let Some(uuid) = obs.assistant_uuids.last() else {
+            return;
+        };
+        if !self.file_ends_at(uuid) {
+            debug!(
+                "sealed: the session file does not hold {uuid} yet; not pinned before the result"
+            );
+            return;
+        }
         self.pin(&mut st, obs);
         st.sealed_with = identity::reply_hashes(obs);
         self.write_run(&mut st, obs);
         self.store.lock().flush();
+    }
+
+    /// Whether the session's file ends at the assistant record `uuid`,
+    /// waiting for it a little (`SEAL_PATIENCE`).
+    fn file_ends_at(&self, uuid: &str) -> bool {
+        let deadline = std::time::Instant::now() + SEAL_PATIENCE;
+        loop {
+            let file = crate::sessions::find(&self.config_dir, self.plan.target_session());
+            if file.is_some_and(|f| crate::sessions::ends_at(&f, uuid)) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 
     /// The run's row, written once ahead of its end.

@@ -73,9 +73,25 @@ impl Pg {
                              $16, $17, $18, $19)
                      RETURNING id",
                     &[
-                        &now, &cwd, &kind, &exit, &bytes_in, &bytes_sent, &input, &write,
-                        &read, &output, &cost, &session, &why_code, &why, &total,
-                        &usage_from, &conv_key, &engine, &host,
+                        &now,
+                        &cwd,
+                        &kind,
+                        &exit,
+                        &bytes_in,
+                        &bytes_sent,
+                        &input,
+                        &write,
+                        &read,
+                        &output,
+                        &cost,
+                        &session,
+                        &why_code,
+                        &why,
+                        &total,
+                        &usage_from,
+                        &conv_key,
+                        &engine,
+                        &host,
                     ],
                 )
                 .await?;
