@@ -6,6 +6,8 @@ pub mod detached;
 pub mod exec;
 /// The CLI's stream-json rendered as the caller's format asked.
 pub mod render;
+/// Where a streaming caller has the whole reply (the turn is recorded first).
+pub mod seal;
 pub mod signals;
 pub mod tee;
 mod watch;
@@ -243,6 +245,7 @@ pub fn start(
             proof: spec.proof,
             render,
             own_cost,
+            seal: spec.output == OutputFormat::StreamJson && watch.is_some(),
         };
         std::thread::spawn(move || tee::copy(from, tee::Stream::Out, hold, tap))
     });

@@ -2,6 +2,7 @@
 //! an optional hold: while a resume attempt is unproven, output is kept back
 //! so a refused resume can be discarded and rerun without the caller seeing it.
 
+use super::seal::{Piece, Sealer};
 use super::watch::Watch;
 use crate::events::Event;
 use crate::observe::Observer;
@@ -131,6 +132,9 @@ pub struct Tap {
     /// Results get the call's own cost figures (json and stream-json: whole
     /// lines are passed, each as soon as it is complete).
     pub own_cost: Option<crate::cost::Own>,
+    /// The caller reads stream-json: the end of the reply is held until the
+    /// watch has recorded the turn (`runner::seal`).
+    pub seal: bool,
 }
 
 /// Copy `from` to our fd `to` until EOF. When the caller closes our end
@@ -152,9 +156,12 @@ pub fn copy(
         return rendered(from, to, hold, tap, render);
     }
     let mut lines = tap.own_cost.take().map(Lines::new);
+    let mut sealer = tap.seal.then(Sealer::default);
     loop {
         // Nothing left to hold, observe or filter: move the bytes in the kernel.
-        let wants = tap.observer.as_ref().is_some_and(Observer::wants_bytes) || lines.is_some();
+        let wants = tap.observer.as_ref().is_some_and(Observer::wants_bytes)
+            || lines.is_some()
+            || sealer.is_some();
         if may_splice && released(&hold) && !wants && filter.done() && !lock(&hold).muted {
             // SAFETY: fds 1 and 2 stay open for the life of the process.
             let out = unsafe { BorrowedFd::borrow_raw(to as i32) };
@@ -179,8 +186,11 @@ pub fn copy(
                 // the held output goes out is the run's decision, not ours.
                 if let Some(rest) = lines.as_mut().map(Lines::finish) {
                     if !rest.is_empty() {
-                        pass(to, &rest, &hold, false);
+                        sealed_pass(to, &rest, &hold, false, sealer.as_mut(), &tap);
                     }
+                }
+                if let Some(rest) = sealer.as_mut().map(Sealer::finish) {
+                    pass(to, &rest, &hold, false);
                 }
                 break;
             }
@@ -208,7 +218,7 @@ pub fn copy(
             Some(l) => std::borrow::Cow::Owned(l.pass(chunk)),
             None => std::borrow::Cow::Borrowed(chunk),
         };
-        if !pass(to, &out, &hold, proven) {
+        if !sealed_pass(to, &out, &hold, proven, sealer.as_mut(), &tap) {
             break;
         }
         if !was_released && released(&hold) {
@@ -313,6 +323,7 @@ fn rendered(
     mut render: crate::runner::render::Render,
 ) -> Option<Observer> {
     let mut buf = vec![0u8; CHUNK];
+    let mut sealer = tap.seal.then(Sealer::default);
     let mut partial: Vec<u8> = Vec::new();
     loop {
         let n = match from.read(&mut buf) {
@@ -334,12 +345,45 @@ fn rendered(
                 proven = tap.proof.holds(o.observation());
             }
             let out = render.line(&line).out;
-            if !pass(to, &out, &hold, proven) {
+            if !sealed_pass(to, &out, &hold, proven, sealer.as_mut(), &tap) {
                 return tap.observer;
             }
         }
     }
+    if let Some(rest) = sealer.as_mut().map(Sealer::finish) {
+        pass(to, &rest, &hold, false);
+    }
     tap.observer
+}
+
+/// [`pass`], with the end of a streamed reply held until the watch has
+/// recorded the turn (see `runner::seal`).
+fn sealed_pass(
+    to: Stream,
+    chunk: &[u8],
+    hold: &SharedHold,
+    proven: bool,
+    sealer: Option<&mut Sealer>,
+    tap: &Tap,
+) -> bool {
+    let Some(sealer) = sealer else {
+        return pass(to, chunk, hold, proven);
+    };
+    for piece in sealer.feed(chunk) {
+        match piece {
+            Piece::Pass(bytes) => {
+                if !pass(to, &bytes, hold, proven) {
+                    return false;
+                }
+            }
+            Piece::Sealed => {
+                if let (Some(w), Some(o)) = (&tap.watch, &tap.observer) {
+                    w.sealed(o.observation());
+                }
+            }
+        }
+    }
+    true
 }
 
 /// Watches the first lines a child prints for the `control_response` lines

@@ -14,6 +14,10 @@ pub trait Watch: Send + Sync {
     fn input_closed(&self);
     /// A held run proved itself and its output now reaches the caller.
     fn committed(&self) {}
+    /// A streaming caller is about to have the whole reply (the final
+    /// `message_delta`; see `runner::seal`), before any result: the session
+    /// file holds the turn. Called before those bytes are passed on.
+    fn sealed(&self, _obs: &Observation) {}
 }
 
 /// What proves a held run.

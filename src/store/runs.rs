@@ -10,6 +10,55 @@ impl Store {
         if let Some(mut pg) = self.pg() {
             return pg.log_run(run, self.now());
         }
+        self.insert_run(run).map(drop)
+    }
+
+    /// The row of a run not over yet (the caller is about to have its
+    /// reply): [`Store::end_run`] completes it.
+    pub fn begin_run(&self, run: &Run<'_>) -> Result<i64> {
+        if let Some(mut pg) = self.pg() {
+            return pg.begin_run(run, self.now());
+        }
+        self.insert_run(run)
+    }
+
+    /// Complete a row [`Store::begin_run`] wrote (its time stays).
+    pub fn end_run(&self, id: i64, run: &Run<'_>) -> Result<()> {
+        if let Some(mut pg) = self.pg() {
+            return pg.end_run(id, run);
+        }
+        let usage = run.spent.usage.map(|(u, _)| u);
+        self.conn.execute(
+            "UPDATE runs SET cwd = ?2, kind = ?3, exit = ?4, bytes_in = ?5, bytes_sent = ?6,
+                input_tokens = ?7, cache_write_tokens = ?8, cache_read_tokens = ?9,
+                output_tokens = ?10, cost_usd = ?11, session = ?12, why_code = ?13, why = ?14,
+                total_cost_usd = ?15, usage_from = ?16, conv_key = ?17, engine = ?18
+             WHERE id = ?1",
+            params![
+                id,
+                run.cwd,
+                run.kind.as_str(),
+                run.exit,
+                run.bytes_in as i64,
+                run.bytes_sent as i64,
+                usage.map(|u| u.input_tokens as i64),
+                usage.map(|u| u.cache_creation_input_tokens as i64),
+                usage.map(|u| u.cache_read_input_tokens as i64),
+                usage.map(|u| u.output_tokens as i64),
+                run.spent.cost_usd,
+                run.session,
+                run.why_code,
+                run.why,
+                run.spent.total_cost_usd,
+                run.spent.usage.map(|(_, from)| from.as_str()),
+                run.conv_key,
+                run.engine.as_str(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn insert_run(&self, run: &Run<'_>) -> Result<i64> {
         let usage = run.spent.usage.map(|(u, _)| u);
         self.conn.execute(
             "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
@@ -37,7 +86,7 @@ impl Store {
                 run.engine.as_str(),
             ],
         )?;
-        Ok(())
+        Ok(self.conn.last_insert_rowid())
     }
 
     /// (kind, count) over all runs; used by tests and `stats`.

@@ -6,7 +6,7 @@ use super::attempt::{self, Attempt};
 use super::launch::{Ctx, Launch};
 use super::lookup::{self, Place};
 use super::plan::{self, How, Plan, Why};
-use super::record::{self, PinContext, Recorder};
+use super::record::{self, PinContext, Recorder, RunDraft};
 use super::why::Reason;
 use crate::prompt::Prompt;
 use crate::runner::{self, signals::ChildPid, Exit, Finished, Watch};
@@ -139,6 +139,18 @@ pub(super) fn execute(
     let mut attempt_row = Attempts::start(&place, &turn, plan.target_session(), continues);
     let before = Before::read(&place, &plan);
     let head = head_before.clone();
+    // The engine a warm launcher uses is known once it runs: the exit says.
+    let engine = launch.engine();
+    let draft = |kind: Kind, reason: &Reason, sent: usize, before: &Before| RunDraft {
+        cwd: place.cwd.clone(),
+        kind,
+        why_code: reason.code,
+        why: reason.text.clone(),
+        bytes_in: prompt.len(),
+        bytes_sent: sent,
+        engine,
+        base_cost: before.base_cost,
+    };
     let recorder = Arc::new(
         Recorder::new(
             place.store.clone(),
@@ -148,7 +160,8 @@ pub(super) fn execute(
             head_before,
             lease,
         )
-        .with_attempt(attempt_row.0),
+        .with_attempt(attempt_row.0)
+        .with_run(draft(kind_of(&plan), &reason, attempt.sent, &before)),
     );
     let first = launch.planned(
         ctx,
@@ -189,7 +202,13 @@ pub(super) fn execute(
                     again_head.clone(),
                     lease,
                 )
-                .with_attempt(attempt_row.0),
+                .with_attempt(attempt_row.0)
+                .with_run(draft(
+                    kind_of(&plan),
+                    &reason,
+                    again_attempt.sent,
+                    &before,
+                )),
             );
             let watch: Arc<dyn Watch> = recorder.clone();
             let f = launch.planned(
@@ -234,7 +253,13 @@ pub(super) fn execute(
                     None,
                     None,
                 )
-                .with_attempt(attempt_row.0),
+                .with_attempt(attempt_row.0)
+                .with_run(draft(
+                    Kind::Fallback,
+                    &reason,
+                    prompt.len(),
+                    &Before::fresh(),
+                )),
             );
             let f = launch.as_asked(ctx, &fresh, Some(recorder.clone()));
             (f, Kind::Fallback, prompt.len(), recorder, Before::fresh())
@@ -248,23 +273,25 @@ pub(super) fn execute(
     attempt_row.end(&place, Some(&finished));
     recorder.at_exit(&finished.observation, succeeded);
     let spent = before.spent(&place, &plan, &finished);
-    place
-        .store
-        .lock()
-        .log_run(&Run {
-            cwd: &place.cwd,
-            kind,
-            why_code: reason.code,
-            why: &reason.text,
-            exit: finished.exit.as_i32(),
-            bytes_in: prompt.len(),
-            bytes_sent: sent,
-            spent,
-            session: Some(plan.target_session()),
-            conv_key: recorder.conv_key(),
-            engine: launch.engine(),
-        })
-        .unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
+    let run = Run {
+        cwd: &place.cwd,
+        kind,
+        why_code: reason.code,
+        why: &reason.text,
+        exit: finished.exit.as_i32(),
+        bytes_in: prompt.len(),
+        bytes_sent: sent,
+        spent,
+        session: Some(plan.target_session()),
+        conv_key: recorder.conv_key(),
+        engine: launch.engine(),
+    };
+    // Written ahead when the caller was about to have the reply: completed.
+    let logged = match recorder.run_row() {
+        Some(id) => place.store.lock().end_run(id, &run),
+        None => place.store.lock().log_run(&run),
+    };
+    logged.unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
     // A fleet: what the run added to its session travels, before the lease goes.
     if succeeded || matches!(kind, Kind::Resumed) {
         crate::fleet::after_run(

@@ -534,6 +534,12 @@ impl Watch for Tandem {
         }
     }
 
+    fn sealed(&self, obs: &crate::observe::Observation) {
+        if let Some(w) = &self.inner {
+            w.sealed(obs)
+        }
+    }
+
     fn input_closed(&self) {
         if let Some(w) = &self.inner {
             w.input_closed()
@@ -570,6 +576,12 @@ impl Watch for LateWatch {
     fn result(&self, obs: &crate::observe::Observation) {
         if let Some(w) = self.0.get() {
             w.result(obs)
+        }
+    }
+
+    fn sealed(&self, obs: &crate::observe::Observation) {
+        if let Some(w) = self.0.get() {
+            w.sealed(obs)
         }
     }
 

@@ -10,7 +10,7 @@ use crate::events::Usage;
 use crate::identity::{self, Chain, ConvKey, PreambleHash, Scope, ScopeParts};
 use crate::observe::Observation;
 use crate::store::pins::{NewPin, Ownership};
-use crate::store::runs::{Spent, UsageFrom};
+use crate::store::runs::{Engine, Kind, Run, Spent, UsageFrom};
 use crate::{debug, error};
 use std::sync::Mutex;
 
@@ -191,6 +191,26 @@ pub fn spent(
     }
 }
 
+/// How long the end of a streamed reply waits for the session file to hold
+/// the turn (the CLI writes it within milliseconds of `message_stop`).
+const SEAL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A run's row as far as it is known before the run ends: written when the
+/// caller is about to have the whole reply (a shim killed then still leaves
+/// it in `log` and `stats`), and completed at exit.
+#[derive(Debug, Clone)]
+pub struct RunDraft {
+    pub cwd: String,
+    pub kind: Kind,
+    pub why_code: &'static str,
+    pub why: String,
+    pub bytes_in: usize,
+    pub bytes_sent: usize,
+    pub engine: Engine,
+    /// The running cost the CLI starts from (see [`spent`]).
+    pub base_cost: Option<f64>,
+}
+
 /// Writes the pin when the result arrives (on the output thread, before the
 /// result's bytes are passed on), or at exit for text output; takes it back
 /// when the run turns out to have failed.
@@ -206,13 +226,19 @@ pub struct Recorder {
     /// The attempt row of this run: marked answered at the result, so a
     /// shim killed after it leaves nothing a retry would continue.
     attempt: Option<i64>,
+    /// The run's row, written ahead (see [`RunDraft`]).
+    draft: Option<RunDraft>,
 }
 
 #[derive(Default)]
 struct State {
     pinned: Option<i64>,
+    /// The run's row, once written ahead.
+    run: Option<i64>,
     input_closed: bool,
     has_result: bool,
+    /// The reply forms of a pin made at the seal.
+    sealed_with: Vec<identity::ReplyHash>,
 }
 
 impl Recorder {
@@ -233,12 +259,23 @@ impl Recorder {
             lease: Mutex::new(lease),
             state: Mutex::new(State::default()),
             attempt: None,
+            draft: None,
         }
     }
 
     pub fn with_attempt(mut self, id: Option<i64>) -> Recorder {
         self.attempt = id;
         self
+    }
+
+    pub fn with_run(mut self, draft: RunDraft) -> Recorder {
+        self.draft = Some(draft);
+        self
+    }
+
+    /// The run's row if it was written ahead: the exit completes it.
+    pub fn run_row(&self) -> Option<i64> {
+        self.state().run
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -258,13 +295,88 @@ impl Recorder {
         }
         if obs.results > 1 {
             self.undo(&mut st);
-        } else if obs.has_success_result() && st.pinned.is_none() {
-            self.pin(&mut st, obs);
+        } else if obs.has_success_result() {
+            let hashes = identity::reply_hashes(obs);
+            if st.pinned.is_some() && !st.sealed_with.is_empty() && st.sealed_with != hashes {
+                // Pinned at the seal, before the result's own text was
+                // known: pinned again with every form of the reply.
+                self.undo(&mut st);
+            }
+            st.sealed_with.clear();
+            if st.pinned.is_none() {
+                self.pin(&mut st, obs);
+            }
         }
+        self.write_run(&mut st, obs);
         self.maybe_draining(&st);
         // The attempt's end is stored before the caller has the result (a
         // retry then knows the message was answered).
         self.store.lock().flush();
+    }
+
+    /// A streaming caller is about to have the whole reply (see
+    /// `runner::seal`): the session file holds the turn, no result yet.
+    pub fn sealed(&self, obs: &Observation) {
+        let mut st = self.state();
+        if obs.results > 0 || !obs.answered || st.pinned.is_some() {
+            return;
+        }
+        // The CLI appends the record just after it prints `message_stop`
+        // (seen on 2.1.330 against a server that answers at once): a pin is
+        // made only once the session file holds it, or not at all.
+        let Some(uuid) = obs.assistant_uuids.last() else {
+            return;
+        };
+        if !self.file_ends_at(uuid) {
+            debug!(
+                "sealed: the session file does not hold {uuid} yet; not pinned before the result"
+            );
+            return;
+        }
+        self.pin(&mut st, obs);
+        st.sealed_with = identity::reply_hashes(obs);
+        self.write_run(&mut st, obs);
+        self.store.lock().flush();
+    }
+
+    /// Whether the session's file ends at the assistant record `uuid`,
+    /// waiting for it a little (`SEAL_PATIENCE`).
+    fn file_ends_at(&self, uuid: &str) -> bool {
+        let deadline = std::time::Instant::now() + SEAL_PATIENCE;
+        loop {
+            let file = crate::sessions::find(&self.config_dir, self.plan.target_session());
+            if file.is_some_and(|f| crate::sessions::ends_at(&f, uuid)) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    /// The run's row, written once ahead of its end.
+    fn write_run(&self, st: &mut State, obs: &Observation) {
+        let Some(d) = self.draft.as_ref().filter(|_| st.run.is_none()) else {
+            return;
+        };
+        let run = Run {
+            cwd: &d.cwd,
+            kind: d.kind,
+            why_code: d.why_code,
+            why: &d.why,
+            exit: i32::from(obs.is_error_result()),
+            bytes_in: d.bytes_in,
+            bytes_sent: d.bytes_sent,
+            spent: spent(obs, d.base_cost, None, None),
+            session: Some(self.plan.target_session()),
+            conv_key: self.conv_key(),
+            engine: d.engine,
+        };
+        match self.store.lock().begin_run(&run) {
+            Ok(id) => st.run = Some(id),
+            Err(e) => error!("recording the run ahead: {e:#}"),
+        }
     }
 
     /// The caller's input ended: the CLI can take no further message.
@@ -367,6 +479,10 @@ impl Recorder {
 impl crate::runner::Watch for Recorder {
     fn result(&self, obs: &Observation) {
         self.at_result(obs)
+    }
+
+    fn sealed(&self, obs: &Observation) {
+        Recorder::sealed(self, obs)
     }
 
     fn input_closed(&self) {

@@ -7,6 +7,7 @@ use super::launch::Ctx;
 use crate::events::Event;
 use crate::observe::Observer;
 use crate::runner::render::Render;
+use crate::runner::seal::Piece;
 use crate::runner::tee::{self, Stream};
 use crate::runner::{Exit, Watch};
 use crate::warm::client::Lent;
@@ -196,6 +197,9 @@ pub(super) fn relay(
     };
     let mut observer = Observer::new(crate::invocation::OutputFormat::StreamJson);
     let mut render = Render::new(format);
+    // The end of a streamed reply waits until the turn is recorded.
+    let mut sealer = (format == crate::invocation::OutputFormat::StreamJson && watch.is_some())
+        .then(crate::runner::seal::Sealer::default);
     let caller = input.caller.as_ref();
     let mut side = caller.map(|_| CallerSide {
         messages: 1,
@@ -391,7 +395,25 @@ pub(super) fn relay(
                     rendered.out = a;
                 }
                 out.wrote += rendered.out.len();
-                tee::pass(Stream::Out, &rendered.out, hold, proven);
+                match sealer.as_mut() {
+                    Some(sealer) => {
+                        for piece in sealer.feed(&rendered.out) {
+                            match piece {
+                                Piece::Pass(bytes) => {
+                                    tee::pass(Stream::Out, &bytes, hold, proven);
+                                }
+                                Piece::Sealed => {
+                                    if let Some(w) = watch {
+                                        w.sealed(observer.observation());
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    None => {
+                        tee::pass(Stream::Out, &rendered.out, hold, proven);
+                    }
+                }
             } else if proven {
                 tee::pass(Stream::Out, b"", hold, true);
             }
@@ -419,6 +441,9 @@ pub(super) fn relay(
             draining = None;
             tee::mute(hold);
         }
+    }
+    if let Some(rest) = sealer.as_mut().map(crate::runner::seal::Sealer::finish) {
+        tee::pass(Stream::Out, &rest, hold, false);
     }
     if ctx.child.signalled() && !out.signalled && !out.interrupted {
         // The caller's signal ended the process between the check above and

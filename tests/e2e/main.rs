@@ -24,5 +24,6 @@ mod passthrough;
 mod resume;
 mod retry;
 mod sessions;
+mod streaming;
 mod versions;
 mod warm;

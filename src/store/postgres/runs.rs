@@ -46,6 +46,95 @@ impl Pg {
         Ok(())
     }
 
+    /// As [`Pg::log_run`], at once, for its id (see `Store::begin_run`).
+    pub fn begin_run(&mut self, run: &Run<'_>, now: i64) -> Result<i64> {
+        let usage: Option<Usage> = run.spent.usage.map(|(u, _)| u);
+        let n = |f: fn(&Usage) -> u64| usage.as_ref().map(|u| f(u) as i64);
+        let (input, write, read, output) = (
+            n(|u| u.input_tokens),
+            n(|u| u.cache_creation_input_tokens),
+            n(|u| u.cache_read_input_tokens),
+            n(|u| u.output_tokens),
+        );
+        let (cwd, kind, session) = (run.cwd, run.kind.as_str(), run.session);
+        let (bytes_in, bytes_sent) = (run.bytes_in as i64, run.bytes_sent as i64);
+        let usage_from = run.spent.usage.map(|(_, from)| from.as_str());
+        let (why_code, why, conv_key) = (run.why_code, run.why, run.conv_key);
+        let engine = run.engine.as_str();
+        let (cost, total, exit) = (run.spent.cost_usd, run.spent.total_cost_usd, run.exit);
+        let host = self.host.clone();
+        call!(self, "logging the run", |c| {
+            let row = c
+                .q_one(
+                    "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
+                        cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
+                        why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                             $16, $17, $18, $19)
+                     RETURNING id",
+                    &[
+                        &now,
+                        &cwd,
+                        &kind,
+                        &exit,
+                        &bytes_in,
+                        &bytes_sent,
+                        &input,
+                        &write,
+                        &read,
+                        &output,
+                        &cost,
+                        &session,
+                        &why_code,
+                        &why,
+                        &total,
+                        &usage_from,
+                        &conv_key,
+                        &engine,
+                        &host,
+                    ],
+                )
+                .await?;
+            Ok(row.get(0))
+        })
+    }
+
+    /// Queued: completes a row [`Pg::begin_run`] wrote.
+    pub fn end_run(&mut self, id: i64, run: &Run<'_>) -> Result<()> {
+        let usage: Option<Usage> = run.spent.usage.map(|(u, _)| u);
+        let n = |f: fn(&Usage) -> u64| usage.as_ref().map(|u| f(u) as i64);
+        let text = |s: Option<&str>| s.map(str::to_owned);
+        self.defer(
+            "completing the run's row",
+            "UPDATE runs SET cwd = $2, kind = $3, exit = $4, bytes_in = $5, bytes_sent = $6,
+                input_tokens = $7, cache_write_tokens = $8, cache_read_tokens = $9,
+                output_tokens = $10, cost_usd = $11, session = $12, why_code = $13, why = $14,
+                total_cost_usd = $15, usage_from = $16, conv_key = $17, engine = $18
+             WHERE id = $1",
+            vec![
+                owned(id),
+                owned(run.cwd.to_owned()),
+                owned(run.kind.as_str().to_owned()),
+                owned(run.exit),
+                owned(run.bytes_in as i64),
+                owned(run.bytes_sent as i64),
+                owned(n(|u| u.input_tokens)),
+                owned(n(|u| u.cache_creation_input_tokens)),
+                owned(n(|u| u.cache_read_input_tokens)),
+                owned(n(|u| u.output_tokens)),
+                owned(run.spent.cost_usd),
+                owned(text(run.session)),
+                owned(run.why_code.to_owned()),
+                owned(run.why.to_owned()),
+                owned(run.spent.total_cost_usd),
+                owned(text(run.spent.usage.map(|(_, from)| from.as_str()))),
+                owned(text(run.conv_key)),
+                owned(run.engine.as_str().to_owned()),
+            ],
+        );
+        Ok(())
+    }
+
     pub fn run_counts(&mut self) -> Result<Vec<(String, i64)>> {
         let rows = call!(self, "counting runs", |c| {
             c.q(
