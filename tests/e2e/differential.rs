@@ -7,7 +7,9 @@
 //!
 //! Scenarios are the output formats (text, json, stream-json) crossed with the
 //! faults of [`Fault`]: two clean turns, then the third with the fault (for a
-//! killed caller, the third is then retried and the retry compared).
+//! killed caller, the third is then retried and the retry compared). Besides the
+//! bytes, json and stream-json results' cost figures must be the call's own as
+//! the direct call's are (see [`costs`]).
 //!
 //! Masking rules (all documented in `tests/support/mask.rs`, applied alike to the
 //! three ways):
@@ -101,6 +103,19 @@ enum Fault {
     Sigquit,
     Sigusr1,
     Sigusr2,
+    /// SIGKILL likewise; then the caller goes back and sends another turn 2
+    /// instead (a proxy's "regenerate"), with `CLAUDE_SHIM_WARM=0`: a cold
+    /// fork of a session the warm turns (and the killed one) touched. Its
+    /// cost figures must be the call's own (issue 28 item 8).
+    KilledThenForked,
+    /// Every turn's caller lets the CLI inherit extra descriptors: a second
+    /// copy of its stdout socket (as uvloop leaves one) and a pipe's write
+    /// end. The caller reads both to their end: a process that outlives the
+    /// call (keeper, live or ready CLI) holding one would hang it.
+    ForeignDescriptors,
+    /// `ANTHROPIC_MODEL` is set for turn 3 only: a variable that shapes the
+    /// session. The model's request is compared too (model, system prompt).
+    ModelChanged,
 }
 
 /// The caller of one way, in a world of its own.
@@ -162,12 +177,103 @@ impl Caller {
         p
     }
 
-    /// A clean turn, kept in the history.
-    fn turn(&mut self, format: Format, msg: &str) -> Ran {
-        let cmd = self.command(&format.args());
-        let out = self.w.send(cmd, msg, |out| format.reply(&out.stdout));
+    /// A clean turn, kept in the history (with `fault`'s descriptors where
+    /// it gives the caller some).
+    fn turn(&mut self, format: Format, msg: &str, fault: Fault) -> Ran {
+        let out = match fault {
+            Fault::ForeignDescriptors => {
+                let prompt = self.prompt(msg.as_bytes());
+                self.with_descriptors(&format.args(), &prompt)
+            }
+            _ => run(
+                self.command(&format.args()),
+                self.prompt(msg.as_bytes()).as_slice(),
+            ),
+        };
         assert!(out.status.success(), "{:?}: {}", self.way, describe(&out));
+        self.history
+            .push((msg.to_owned(), format.reply(&out.stdout)));
         out
+    }
+
+    /// The turn with fd 1 a socket (as uvloop gives a child) of which the CLI
+    /// inherits a second copy at fd 7, and a pipe's write end at fd 8, both
+    /// without close-on-exec. The caller reads the socket and the pipe to their
+    /// end, as a server that waits for its child's output does: the call ends
+    /// only when every process holding a copy has closed it.
+    fn with_descriptors(&self, args: &[&str], prompt: &[u8]) -> Ran {
+        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+        use std::io::Read;
+        use std::os::fd::{AsRawFd, OwnedFd};
+        use std::os::unix::process::CommandExt;
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let (pipe_r, pipe_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        // Above 7 and 8, so that neither dup2 below overwrites the other's source.
+        let high = |fd: &OwnedFd| {
+            let n = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(100));
+            // SAFETY: a new descriptor, ours alone.
+            unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(n.unwrap()) }
+        };
+        let (copy_fd, extra_fd) = (high(&theirs), high(&pipe_w));
+        let (copy, extra) = (copy_fd.as_raw_fd(), extra_fd.as_raw_fd());
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::from(theirs.try_clone().unwrap()))
+            .stderr(Stdio::piped());
+        // SAFETY: dup2 only, which is async-signal-safe; dup2 leaves the new
+        // descriptor inheritable.
+        unsafe {
+            cmd.pre_exec(move || {
+                for (from, to) in [(copy, 7), (extra, 8)] {
+                    if nix::libc::dup2(from, to) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        drop(cmd);
+        drop((theirs, pipe_w, copy_fd, extra_fd));
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(prompt);
+        drop(stdin);
+        let mut stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let to_end = |fd: OwnedFd| {
+                let mut buf = Vec::new();
+                std::fs::File::from(fd).read_to_end(&mut buf).map(|_| buf)
+            };
+            let stdout = to_end(ours);
+            let pipe = to_end(pipe_r);
+            let _ = tx.send((stdout, pipe));
+        });
+        let mut err = Vec::new();
+        stderr.read_to_end(&mut err).unwrap();
+        let status = child.wait().unwrap();
+        // A hang guard, not a measure: the direct call ends in seconds.
+        let (stdout, pipe) = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "{:?}: the caller never saw its stdout end: a process that outlived \
+                 the call holds a copy ({status})",
+                    self.way
+                )
+            });
+        assert!(pipe.unwrap().is_empty());
+        Ran::from(std::process::Output {
+            status,
+            stdout: stdout.unwrap(),
+            stderr: err,
+        })
     }
 
     /// Turn 3 with `fault`.
@@ -227,6 +333,20 @@ impl Caller {
                     );
                 }
                 other
+            }
+            Fault::KilledThenForked => {
+                let killed = self.signalled(&args, &prompt, Signal::SIGKILL);
+                assert_eq!(killed.how(), (None, Some(9)), "{}", describe(&killed));
+                self.history.pop();
+                let mut cmd = self.command(&args);
+                cmd.env("CLAUDE_SHIM_WARM", "0");
+                run(cmd, self.prompt(b"message 2b").as_slice())
+            }
+            Fault::ForeignDescriptors => self.with_descriptors(&args, &prompt),
+            Fault::ModelChanged => {
+                let mut cmd = self.command(&args);
+                cmd.env("ANTHROPIC_MODEL", OTHER_MODEL);
+                run(cmd, prompt.as_slice())
             }
             Fault::Sigquit => self.signalled(&args, &prompt, Signal::SIGQUIT),
             Fault::Sigusr1 => self.signalled(&args, &prompt, Signal::SIGUSR1),
@@ -342,9 +462,20 @@ fn differential(format: Format, fault: Fault) {
     for way in WAYS {
         let mut w = Caller::new(way);
         for k in 1..=2 {
-            w.turn(format, &format!("message {k}"));
+            w.turn(format, &format!("message {k}"), fault);
         }
         let out = w.faulted(format, fault);
+        let last = w.server.last_main();
+        let asked = last
+            .as_ref()
+            .map(|r| (r.model().map(str::to_owned), system_bytes(r)));
+        if fault == Fault::ModelChanged {
+            assert_eq!(
+                asked.as_ref().and_then(|a| a.0.as_deref()),
+                Some(OTHER_MODEL),
+                "{way:?}"
+            );
+        }
         if way == Way::Warm && fault == Fault::Sigint {
             // The live CLI's interrupt is no race: its error result, always
             // (an empty success was the bug this guards against).
@@ -359,15 +490,95 @@ fn differential(format: Format, fault: Fault) {
             // The scenario really ran warm (turn 1 starts the live CLI).
             assert_eq!(w.engines(), ["live", "warm", "warm"], "{}", describe(&out));
         }
-        seen.push((way, w.seen(&out, fault)));
+        if way == Way::Warm && fault == Fault::KilledThenForked {
+            // The scenario really forked, cold, a session warm turns served.
+            let runs = w.runs();
+            let last = runs.last().unwrap();
+            assert_eq!(
+                (last.kind.as_str(), last.engine.as_str()),
+                ("forked", "cold"),
+                "{}",
+                w.context()
+            );
+            assert!(w.engines().iter().any(|e| e == "warm"), "{}", w.context());
+        }
+        // SIGINT: the CLI prints its error result or nothing, by a race of its
+        // own (see `seen`); there is no result of its to compare.
+        let costs = (fault != Fault::Sigint)
+            .then(|| costs(format, &out.stdout))
+            .flatten();
+        seen.push((way, w.seen(&out, fault), costs, asked));
     }
     let (direct, rest) = seen.split_first().unwrap();
-    for (way, s) in rest {
+    for (way, s, costs, asked) in rest {
         assert_eq!(
             s, &direct.1,
             "{format:?} × {fault:?}: {way:?} differs from the direct call"
         );
+        assert_eq!(
+            costs, &direct.2,
+            "{format:?} × {fault:?}: {way:?}'s cost figures are not its call's own \
+             as the direct call's are"
+        );
+        if fault == Fault::ModelChanged {
+            assert_eq!(
+                asked, &direct.3,
+                "{way:?}: the model's request (model, system prompt bytes) differs"
+            );
+        }
     }
+}
+
+/// A model the CLI knows other than its default (`Fault::ModelChanged`); not a
+/// retired one, whose warning a fresh text-output call prints on stderr and a
+/// resumed or live one does not: a difference of its own, not this scenario's.
+const OTHER_MODEL: &str = "claude-sonnet-5-5";
+
+/// The bytes of a request's system prompt.
+fn system_bytes(r: &crate::support::LoggedRequest) -> usize {
+    match &r.body["system"] {
+        serde_json::Value::String(s) => s.len(),
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .map(str::len)
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// What can be compared with the direct call of a result's cost figures
+/// (json, stream-json): whether they are the call's own — each model's
+/// `modelUsage` counts add up to the call's `usage`, and `total_cost_usd` is
+/// the sum of their `costUSD` (a resumed session's running totals, or those
+/// of two turns, are not) — and each model's output tokens (the same reply
+/// costs the same; input tokens are not compared, a replaying call sends
+/// more than a resumed one, which is the point of the shim).
+fn costs(format: Format, stdout: &[u8]) -> Option<(bool, Vec<(String, u64)>)> {
+    if format == Format::Text {
+        return None;
+    }
+    let text = String::from_utf8_lossy(stdout);
+    let line = text.lines().rfind(|l| l.contains("\"total_cost_usd\""))?;
+    let r: serde_json::Value = serde_json::from_str(line).ok()?;
+    let usage = r["modelUsage"].as_object()?;
+    let sum = |key: &str| -> u64 { usage.values().filter_map(|e| e[key].as_u64()).sum() };
+    let cost: f64 = usage.values().filter_map(|e| e["costUSD"].as_f64()).sum();
+    let u = &r["usage"];
+    let own = [
+        ("inputTokens", "input_tokens"),
+        ("outputTokens", "output_tokens"),
+        ("cacheReadInputTokens", "cache_read_input_tokens"),
+        ("cacheCreationInputTokens", "cache_creation_input_tokens"),
+    ]
+    .iter()
+    .all(|(m, k)| sum(m) == u[k].as_u64().unwrap_or(0))
+        && (r["total_cost_usd"].as_f64()? - cost).abs() < 1e-9;
+    let output = usage
+        .iter()
+        .map(|(model, e)| (model.clone(), e["outputTokens"].as_u64().unwrap_or(0)))
+        .collect();
+    Some((own, output))
 }
 
 macro_rules! matrix {
@@ -407,4 +618,7 @@ matrix! {
     sigquit: Fault::Sigquit;
     sigusr1: Fault::Sigusr1;
     sigusr2: Fault::Sigusr2;
+    killed_then_forked: Fault::KilledThenForked;
+    foreign_descriptors: Fault::ForeignDescriptors;
+    model_changed: Fault::ModelChanged;
 }
