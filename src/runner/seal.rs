@@ -176,7 +176,7 @@ mod tests {
     fn pieces(all: &str, step: usize) -> Vec<Piece> {
         let mut s = Sealer::default();
         let mut got: Vec<Piece> = Vec::new();
-        let mut push = |p: Piece, got: &mut Vec<Piece>| match (got.last_mut(), p) {
+        let push = |p: Piece, got: &mut Vec<Piece>| match (got.last_mut(), p) {
             (Some(Piece::Pass(a)), Piece::Pass(b)) => a.extend(b),
             (_, p) => got.push(p),
         };
@@ -234,7 +234,7 @@ mod tests {
         for all in [
             format!("{DELTA}\n{tool}{stop}{DELTA}\n"),
             format!("{sub}{sub_stop}"),
-            format!("{stop}"),
+            stop.clone(),
             // A final delta whose stop never comes: all of it passes at the end.
             event(
                 r#""message_delta","delta":{"stop_reason":"max_tokens"}"#,
