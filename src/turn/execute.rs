@@ -150,6 +150,7 @@ pub(super) fn execute(
         )
         .with_attempt(attempt_row.0),
     );
+    ctx.arm_live(prompt);
     let first = launch.planned(
         ctx,
         &plan,
@@ -255,7 +256,7 @@ pub(super) fn execute(
             cwd: &place.cwd,
             kind,
             why_code: reason.code,
-            why: &reason.text,
+            why: &ctx.why_with_live(&reason.text),
             exit: finished.exit.as_i32(),
             bytes_in: prompt.len(),
             bytes_sent: sent,
