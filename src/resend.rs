@@ -81,11 +81,25 @@ impl Mark {
     }
 }
 
+/// Whether a call's later messages may be cut: stream-json both ways (the
+/// CLI's results are read), and no echo of the messages the CLI got.
+pub fn armed(m: &crate::invocation::Managed) -> bool {
+    use crate::invocation::{InputFormat, OutputFormat};
+    m.input == InputFormat::StreamJson
+        && m.output == OutputFormat::StreamJson
+        && !m.args.has("replay-user-messages")
+}
+
+/// Whether a session that starts with `line` (and no other user line) may
+/// have its later messages cut: one text, not blocks or images.
+pub fn starts(line: &[u8], alone: bool) -> bool {
+    alone && message_text(line).is_some()
+}
+
 impl Session {
     /// The session's first message was `line` (the turn's): `armed` when
-    /// the call is one whose later messages may be cut (stream-json both
-    /// ways, the CLI's output read, no echo of user messages), `alone` when
-    /// no other user line came with it.
+    /// the call is one whose later messages may be cut ([`armed`]), `alone`
+    /// when no other user line came with it.
     pub fn begin(&mut self, line: &[u8], alone: bool, armed: bool) {
         self.mark = Mark::default();
         self.state = match (armed && alone).then(|| message_text(line)).flatten() {
@@ -325,14 +339,15 @@ mod tests {
     fn any_doubt_ends_the_cutting() {
         let t1 = "[System: s]\n\nu1";
         let t2 = "[System: s]\n\nu1\n\n[Assistant: a1]\n\nu2";
-        let run = |setup: &dyn Fn(&mut Session, &mut Observation)| {
+        let run = |setup: &dyn Fn(&mut Session, &mut Observation)| -> Line {
             let mut s = Session::default();
             let mut obs = Observation::default();
             s.begin(&user(t1), true, true);
             setup(&mut s, &mut obs);
             s.input(&user(t2))
         };
-        let cases: &[(&str, &dyn Fn(&mut Session, &mut Observation))] = &[
+        type Setup<'a> = &'a dyn Fn(&mut Session, &mut Observation);
+        let cases: &[(&str, Setup)] = &[
             ("no result yet", &|_, _| {}),
             ("an error result", &|s, o| {
                 answered(o, "a1");

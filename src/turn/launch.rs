@@ -52,17 +52,12 @@ impl Ctx<'_> {
 
 impl Ctx<'_> {
     /// The turn's message starts the caller's session: from now on its later
-    /// messages that re-send the transcript may go as their new part only —
-    /// stream-json both ways, and no echo of the messages the CLI got.
+    /// messages that re-send the transcript may go as their new part only.
     pub(super) fn arm_live(&self, prompt: &crate::prompt::Prompt) {
-        use crate::invocation::{InputFormat, OutputFormat};
         let crate::prompt::Prompt::StreamJson { line, more, .. } = prompt else {
             return;
         };
-        let m = self.managed;
-        let armed = m.input == InputFormat::StreamJson
-            && m.output == OutputFormat::StreamJson
-            && !m.args.has("replay-user-messages");
+        let armed = crate::resend::armed(self.managed);
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         live.begin(line, more.is_empty(), armed);
     }

@@ -887,7 +887,12 @@ fn router_session(warm: bool, edit: bool) {
         assert!(!why.contains("re-sent"), "{why}");
         return;
     }
-    assert_eq!(copies_of_first(&shimmed), vec![1; n], "{}", shimmed.context());
+    assert_eq!(
+        copies_of_first(&shimmed),
+        vec![1; n],
+        "{}",
+        shimmed.context()
+    );
     for (k, req) in shimmed.server.main_requests().iter().enumerate() {
         let mut want = vec![first.to_owned()];
         want.extend((2..=k + 1).map(|i| format!("{label}message {i}")));
