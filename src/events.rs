@@ -88,6 +88,19 @@ impl Content<'_> {
     }
 }
 
+impl Content<'_> {
+    /// Blocks that call a tool (the CLI's, or the server's).
+    pub fn tool_calls(&self) -> usize {
+        match self {
+            Content::Text(_) => 0,
+            Content::Blocks(blocks) => blocks
+                .iter()
+                .filter(|b| b.kind.ends_with("tool_use"))
+                .count(),
+        }
+    }
+}
+
 /// A content block; only text blocks are read.
 #[derive(Debug, Deserialize)]
 pub struct Block<'a> {

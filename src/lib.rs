@@ -13,7 +13,7 @@
 //! - front ends: `shim`, `cli`
 //! - turn: `turn`
 //! - services: `warm`, `fleet`, `store`, `probe`, `runner`
-//! - domain: `invocation`, `dialect`, `continuation`, `identity`, `prompt`, `observe`, `cost`, `sessions`, `guard`, `locate`
+//! - domain: `invocation`, `dialect`, `continuation`, `identity`, `prompt`, `observe`, `resend`, `cost`, `sessions`, `guard`, `locate`
 //! - leaves: `argv`, `env`, `cli_env`, `events`, `text`, `platform`, `data_dir`, `log`, `whole_file`
 
 // Front ends.
@@ -60,6 +60,8 @@ pub mod locate;
 pub mod observe;
 /// Where the prompt is; reading it; splicing it back.
 pub mod prompt;
+/// A live session's client re-sending its transcript: only the new part goes.
+pub mod resend;
 /// Claude Code's session files: scans, undoing a killed turn.
 pub mod sessions;
 

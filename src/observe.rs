@@ -36,6 +36,10 @@ pub struct Observation {
     pub assistant_uuids: Vec<String>,
     /// Text blocks of assistant events, in order.
     pub assistant_texts: Vec<String>,
+    /// Tool calls among those events' blocks.
+    pub assistant_tools: usize,
+    /// Compactions of the session (`compact_boundary` events).
+    pub compactions: usize,
     pub result: Option<ResultEvent>,
     /// Result events seen (an SDK session may answer several messages).
     pub results: usize,
@@ -221,6 +225,9 @@ impl Observer {
             Event::System(s) if s.subtype.as_deref() == Some("init") => {
                 self.obs.init_session = s.session_id.map(Into::into);
             }
+            Event::System(s) if s.subtype.as_deref() == Some("compact_boundary") => {
+                self.obs.compactions += 1;
+            }
             Event::Assistant(a) if a.parent_tool_use_id.is_none() => {
                 if a.message.model.as_deref() != Some("<synthetic>") {
                     self.obs.answered = true;
@@ -231,6 +238,7 @@ impl Observer {
                 for text in a.message.content.texts() {
                     self.obs.assistant_texts.push(text.to_owned());
                 }
+                self.obs.assistant_tools += a.message.content.tool_calls();
             }
             Event::Result(r) => {
                 self.obs.results += 1;
@@ -290,6 +298,7 @@ mod tests {
             assert_eq!(obs.init_session.as_deref(), Some("S1"));
             assert_eq!(obs.assistant_uuids, ["A1", "A2"]);
             assert_eq!(obs.assistant_texts, ["Hel", "lo"]);
+            assert_eq!(obs.assistant_tools, 1);
             let r = obs.result.as_ref().unwrap();
             assert_eq!((r.is_error, r.text.as_deref()), (false, Some("Hello")));
             assert_eq!(r.usage.cache_read_input_tokens, 5);

@@ -84,6 +84,9 @@ pub struct Report {
     pub would_send_bytes: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store_error: Option<String>,
+    /// What becomes of the session's later messages (stream-json input).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub later_messages: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -197,6 +200,7 @@ pub fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Report> {
     };
     let prompt = prompt_of(&managed, input)?;
     report.prompt_bytes = prompt.len();
+    report.later_messages = later_messages(&managed, &prompt);
     let Some(u) = understand::understand(&prompt) else {
         report.plan = Some(PlanView {
             kind: "unchanged",
@@ -251,6 +255,29 @@ pub fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Report> {
         }
     }
     Ok(report)
+}
+
+/// For a stream-json session: whether its later messages that re-send the
+/// transcript would go as their new part only (see `crate::resend`).
+fn later_messages(m: &Managed, prompt: &Prompt) -> Option<String> {
+    let Prompt::StreamJson { line, more, .. } = prompt else {
+        return None;
+    };
+    Some(
+        match (
+            crate::resend::armed(m),
+            crate::resend::starts(line, more.is_empty()),
+        ) {
+            (true, true) => "a later message that re-sends this session's transcript exactly \
+                             (this message, a label, the reply, something new) goes as its \
+                             new part only; `claude-shim log` counts them"
+                .into(),
+            (false, _) => "passed whole (cutting a re-sent transcript needs stream-json \
+                           output, without --replay-user-messages)"
+                .into(),
+            (true, false) => "passed whole (the first message is not one text)".into(),
+        },
+    )
 }
 
 fn describe_conversation(report: &mut Report, u: &Understood) {
@@ -487,6 +514,12 @@ fn human(r: &Report, width: Option<usize>) -> String {
     if let (Some(bytes), Some(text)) = (r.would_send_bytes, &r.would_send) {
         out.push_str(&format!("would send ({bytes} bytes):\n{text}\n"));
     }
+    if let Some(later) = &r.later_messages {
+        for l in super::human::hanging("later:     ", later, width) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
     out
 }
 
@@ -558,6 +591,49 @@ mod tests {
             assert!(l.starts_with(&" ".repeat(11)), "{text}");
         }
         assert!(why.iter().all(|l| l.chars().count() <= 40), "{text}");
+    }
+
+    #[test]
+    fn later_messages_of_a_stream_json_session() {
+        let managed = |args: &[&str]| {
+            let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+            match invocation::classify(&args, Policy::default()) {
+                Class::Managed(m) => m,
+                Class::PassThrough(r) => panic!("{}", r.describe()),
+            }
+        };
+        let sdk = ["-p", "--input-format", "stream-json", "--output-format"];
+        let line = |content: &str| {
+            format!(
+                "{{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":{content}}}}}\n"
+            )
+            .into_bytes()
+        };
+        let stream = |content: &str| Prompt::StreamJson {
+            before: Vec::new(),
+            line: line(content),
+            text: None,
+            more: Vec::new(),
+            after: Vec::new(),
+        };
+        let json = managed(&[&sdk[..], &["stream-json", "--verbose"]].concat());
+        let said = |m: &Managed, p: &Prompt| later_messages(m, p).unwrap_or_default();
+        assert!(said(&json, &stream("\"u1\"")).contains("new part only"));
+        let image = stream(r#"[{"type":"image","source":{}}]"#);
+        assert!(said(&json, &image).starts_with("passed whole"));
+        let echo = managed(
+            &[
+                &sdk[..],
+                &["stream-json", "--verbose", "--replay-user-messages"],
+            ]
+            .concat(),
+        );
+        assert!(said(&echo, &stream("\"u1\"")).starts_with("passed whole"));
+        let text = Prompt::Positional {
+            index: 1,
+            text: "u1".into(),
+        };
+        assert_eq!(later_messages(&managed(&["-p", "u1"]), &text), None);
     }
 
     #[test]

@@ -4,6 +4,8 @@
 pub mod detached;
 /// exec the real binary (pass-through), or say why it cannot run.
 pub mod exec;
+/// A live session's re-sent transcripts, cut on the way to the CLI.
+pub mod live;
 /// The CLI's stream-json rendered as the caller's format asked.
 pub mod render;
 /// Where a streaming caller has the whole reply (the turn is recorded first).
@@ -62,6 +64,9 @@ pub struct Spec {
     /// The result's cost figures are made the call's own (a session the
     /// shim resumed; see `cost`).
     pub own_cost: Option<crate::cost::Own>,
+    /// The caller's session: its later messages that re-send the
+    /// transcript go as their new part only (see `live`).
+    pub live: Option<live::Live>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,6 +208,11 @@ pub fn start(
     };
     let pid = child.id() as i32;
     child_pid.set(pid);
+    // The session hears each result before the caller does.
+    let watch = match spec.live.clone() {
+        Some(live) => Some(Arc::new(live::Watched { inner: watch, live }) as Arc<dyn Watch>),
+        None => watch,
+    };
 
     let (hold, gate) = tee::Hold::new(spec.hold);
     let streaming = matches!(spec.stdin, StdinPlan::Stream { .. });
@@ -216,7 +226,7 @@ pub fn start(
     if !matches!(spec.stdin, StdinPlan::Manual) {
         if let (Some(to), Some(gate)) = (stdin.take(), gate.take()) {
             let on_eof = streaming.then(|| watch.clone()).flatten();
-            feed(to, spec.stdin.clone(), gate, on_eof);
+            feed(to, spec.stdin.clone(), gate, on_eof, spec.live.clone());
         }
     }
     let err_thread = child.stderr.take().map(|from| {
@@ -320,9 +330,10 @@ pub fn feed(
     plan: StdinPlan,
     gate: std::sync::mpsc::Receiver<()>,
     on_eof: Option<Arc<dyn Watch>>,
+    live: Option<live::Live>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        forward(&mut to, plan, gate);
+        forward(&mut to, plan, gate, live);
         if let Some(w) = on_eof {
             w.input_closed();
         }
@@ -335,6 +346,7 @@ fn forward(
     to: &mut std::process::ChildStdin,
     plan: StdinPlan,
     gate: std::sync::mpsc::Receiver<()>,
+    live: Option<live::Live>,
 ) {
     let (first, pending) = match plan {
         StdinPlan::Inherit | StdinPlan::Manual => return,
@@ -345,16 +357,27 @@ fn forward(
         return;
     }
     let Some(pending) = pending else { return };
-    if gate.recv().is_err() || to.write_all(&pending).is_err() {
+    // Later messages of the session, each whole or cut (see `live`).
+    let mut lines = live.map(live::Lines::new);
+    let mut pass = |to: &mut std::process::ChildStdin, bytes: &[u8]| match lines.as_mut() {
+        Some(l) if bytes.is_empty() => to.write_all(&l.finish()),
+        Some(l) => to.write_all(&l.pass(bytes)),
+        None => to.write_all(bytes),
+    };
+    if gate.recv().is_err() || pass(to, &pending).is_err() {
         return;
     }
     // Raw reads of fd 0: the prompt reader never used std's buffer.
     let mut buf = vec![0u8; 64 << 10];
     loop {
         match nix::unistd::read(0, &mut buf) {
-            Ok(0) => break,
+            Ok(0) => {
+                // A last line without its newline, as it is.
+                let _ = pass(to, &[]);
+                break;
+            }
             Ok(n) => {
-                if to.write_all(&buf[..n]).is_err() {
+                if pass(to, &buf[..n]).is_err() {
                     break;
                 }
             }

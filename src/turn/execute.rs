@@ -163,6 +163,7 @@ pub(super) fn execute(
         .with_attempt(attempt_row.0)
         .with_run(draft(kind_of(&plan), &reason, attempt.sent, &before)),
     );
+    ctx.arm_live(prompt);
     let first = launch.planned(
         ctx,
         &plan,
@@ -273,11 +274,12 @@ pub(super) fn execute(
     attempt_row.end(&place, Some(&finished));
     recorder.at_exit(&finished.observation, succeeded);
     let spent = before.spent(&place, &plan, &finished);
+    let why = ctx.why_with_live(&reason.text);
     let run = Run {
         cwd: &place.cwd,
         kind,
         why_code: reason.code,
-        why: &reason.text,
+        why: &why,
         exit: finished.exit.as_i32(),
         bytes_in: prompt.len(),
         bytes_sent: sent,

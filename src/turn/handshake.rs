@@ -107,6 +107,7 @@ pub(super) fn run(
             env: Vec::new(),
             render: false,
             own_cost: None,
+            live: Some(ctx.live.clone()),
         },
         &ctx.child,
         Some(late.clone() as Arc<dyn Watch>),
@@ -148,6 +149,7 @@ pub(super) fn run(
         sent,
         requests,
         init,
+        live: ctx.live.clone(),
     };
     let original = super::attempt::original(&prompt, args, ctx.managed.input);
     if let Prompt::None { .. } = prompt {
@@ -284,6 +286,7 @@ struct Handshake {
     requests: Vec<String>,
     /// The caller's lone `initialize`, whose answers are heard.
     init: Option<Arc<Init>>,
+    live: runner::live::Live,
 }
 
 /// The caller's `initialize` in its start-up scope: answered at once when
@@ -435,7 +438,8 @@ impl Handshake {
         if let Some(to) = self.stdin.take() {
             let (open, gate) = std::sync::mpsc::channel();
             let _ = open.send(());
-            runner::feed(to, StdinPlan::Stream { first, pending }, gate, watch);
+            let plan = StdinPlan::Stream { first, pending };
+            runner::feed(to, plan, gate, watch, Some(self.live.clone()));
         }
         a.wait().unwrap_or_else(|e| {
             error!("waiting for the CLI: {e}");
@@ -489,6 +493,7 @@ impl Launch for Handshake {
             env: attempt.env.clone(),
             render: attempt.render,
             own_cost: ctx.own_cost(attempt),
+            live: Some(ctx.live.clone()),
         };
         debug!("handshake: resuming in a second CLI");
         let finished = runner::run(spec, &ctx.child, Some(tandem.clone() as Arc<dyn Watch>))

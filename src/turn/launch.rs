@@ -24,6 +24,9 @@ pub struct Ctx<'a> {
     /// Answers the caller already had (the shim gave them): every run's
     /// are dropped (see `handshake`).
     pub(super) answered: std::sync::OnceLock<runner::tee::Answers>,
+    /// The caller's session: later messages that re-send its transcript
+    /// go as their new part only (armed by the turn; see `crate::resend`).
+    pub(super) live: runner::live::Live,
 }
 
 impl Ctx<'_> {
@@ -40,6 +43,7 @@ impl Ctx<'_> {
             env: a.env.clone(),
             render: a.render,
             own_cost: self.own_cost(a),
+            live: Some(self.live.clone()),
         };
         runner::run(spec, &self.child, watch)
             .unwrap_or_else(|e| crate::runner::exec::cannot_run(self.real, &e))
@@ -47,6 +51,31 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
+    /// The turn's message starts the caller's session: from now on its later
+    /// messages that re-send the transcript may go as their new part only.
+    pub(super) fn arm_live(&self, prompt: &crate::prompt::Prompt) {
+        let crate::prompt::Prompt::StreamJson { line, more, .. } = prompt else {
+            return;
+        };
+        let armed = crate::resend::armed(self.managed);
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.begin(line, more.is_empty(), armed);
+    }
+
+    /// The runs log's reason, with what was cut of the session's later
+    /// messages.
+    pub(super) fn why_with_live(&self, why: &str) -> String {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        match live.cut {
+            0 => why.to_owned(),
+            n => format!(
+                "{why}; {n} of {} later messages re-sent the live session's transcript \
+                 and went as their new part only ({} bytes not sent again)",
+                live.later, live.saved
+            ),
+        }
+    }
+
     /// What the caller's result should say of the cost, for attempt `a`.
     pub(super) fn own_cost(&self, a: &Attempt) -> Option<crate::cost::Own> {
         let session = a.own_cost.as_deref()?;

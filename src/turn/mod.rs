@@ -96,6 +96,7 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         child,
         managed: &managed,
         answered: Default::default(),
+        live: Default::default(),
     };
     match prompt {
         Prompt::Waiting { before, complete } => {

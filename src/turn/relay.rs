@@ -212,8 +212,10 @@ pub(super) fn relay(
         first.extend_from_slice(line);
     }
     first.extend_from_slice(&input.line);
+    // The caller's later messages, each whole or cut (see `runner::live`).
+    let mut lines = crate::runner::live::Lines::new(ctx.live.clone());
     if let (Some(c), Some(side)) = (caller, side.as_mut()) {
-        first.extend_from_slice(&c.pending);
+        first.extend_from_slice(&lines.pass(&c.pending));
         side.took(&c.pending, &mut out, true);
     }
     if (&lent.stdin).write_all(&first).is_err() {
@@ -324,6 +326,7 @@ pub(super) fn relay(
             let side = side.as_mut().expect("reading the caller");
             match nix::unistd::read(0, &mut buf) {
                 Ok(0) | Err(_) => {
+                    let _ = (&lent.stdin).write_all(&lines.finish());
                     if let Some(nl) = side.end(&mut out) {
                         let _ = (&lent.stdin).write_all(nl);
                     }
@@ -331,7 +334,7 @@ pub(super) fn relay(
                 Ok(n) => {
                     // The process reads on: a failed write means it is gone,
                     // which its stdout says.
-                    let _ = (&lent.stdin).write_all(&buf[..n]);
+                    let _ = (&lent.stdin).write_all(&lines.pass(&buf[..n]));
                     let cold_may_run = out.wrote == 0 || !tee::released(hold);
                     side.took(&buf[..n], &mut out, cold_may_run);
                 }
@@ -378,6 +381,7 @@ pub(super) fn relay(
             }
             let fed = observer.feed(&line);
             if fed.result {
+                crate::runner::live::result(&ctx.live, observer.observation());
                 if let Some(w) = watch {
                     w.result(observer.observation());
                 }

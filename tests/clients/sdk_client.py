@@ -10,6 +10,10 @@ usage: sdk_client.py MODE --cli PATH --turns N [--prompt 'message {k}']
            while turn k's CLI is still running (its query drained by a task)
   session  one ClaudeSDKClient: one CLI process for every turn; also prints
            every message it received ({"message": …}) for byte comparisons
+  router   as session, but each message is the whole transcript so far, as a
+           router renders it: "[System: be brief]\n\nu1\n\n[Assistant: a1]\n\nu2"
+           (a1: the last result; --edit-replies: each with "." added;
+           --labels human: "Human: u1\n\nAssistant: a1\n\nHuman: u2")
   info     one ClaudeSDKClient, one turn; first prints what the answer to
            `initialize` said ({"info": {"output_style", "current_permission_mode"}})
   tools    as replay, with a permission callback (can_use_tool, allows) and a
@@ -124,6 +128,28 @@ async def session(a, options) -> int:
     return 0
 
 
+async def router(a, options) -> int:
+    human = a.labels == "human"
+    parts = [] if human else ["[System: be brief]"]
+    async with ClaudeSDKClient(options=options) as client:
+        for k in range(1, a.turns + 1):
+            parts.append(("Human: " if human else "") + a.prompt.format(k=k))
+            t_start = now()
+            await client.query("\n\n".join(parts))
+            result = None
+            async for m in client.receive_response():
+                emit({"message": {"class": type(m).__name__, **dataclasses.asdict(m)}})
+                if isinstance(m, ResultMessage):
+                    result, t_result = m, now()
+            if result is None:
+                emit({"turn": k, "error": "no result"})
+                return 1
+            reply = (result.result or "") + ("." if a.edit_replies else "")
+            parts.append(f"Assistant: {reply}" if human else f"[Assistant: {reply}]")
+            emit(turn_line(k, result, t_start, t_result, now()))
+    return 0
+
+
 async def info(a, options) -> int:
     async with ClaudeSDKClient(options=options) as client:
         got = await client.get_server_info() or {}
@@ -143,19 +169,21 @@ async def info(a, options) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["replay", "eager", "session", "info", "tools"])
+    ap.add_argument("mode", choices=["replay", "eager", "session", "router", "info", "tools"])
     ap.add_argument("--cli", required=True)
     ap.add_argument("--turns", type=int, default=3)
     ap.add_argument("--prompt", default="message {k}")
     ap.add_argument("--think", type=float, default=0.0)
     ap.add_argument("--settings")
     ap.add_argument("--messages", action="store_true")
+    ap.add_argument("--edit-replies", action="store_true")
+    ap.add_argument("--labels", choices=["bracketed", "human"], default="bracketed")
     a = ap.parse_args()
     options = ClaudeAgentOptions(cli_path=a.cli, cwd=os.getcwd(), settings=a.settings)
     if a.mode == "tools":
         options.can_use_tool = can_use_tool
         options.hooks = {"PreToolUse": [HookMatcher(matcher=None, hooks=[pre_tool_use])]}
-    run = {"session": session, "info": info}.get(a.mode, replay)
+    run = {"session": session, "router": router, "info": info}.get(a.mode, replay)
     return asyncio.run(run(a, options))
 
 

@@ -784,3 +784,135 @@ fn python_sdk_session_in_a_live_cli_is_unchanged() {
 fn typescript_sdk_session_in_a_live_cli_is_unchanged() {
     session_in_a_live_cli_is_unchanged(Sdk::TypeScript);
 }
+
+/// A world whose model answers the newest line of the last user text: a message
+/// and the transcript that re-sends it with the same newest line get the same reply.
+fn newest_line_world() -> SdkWorld {
+    let w = SdkWorld::new();
+    w.server.set_reply(|req: &LoggedRequest| {
+        let last = req.last_user_text().unwrap_or_default();
+        format!("noted: {}", last.lines().last().unwrap_or("").trim())
+    });
+    w
+}
+
+/// What a client got, as compared with and without the shim: each message's class
+/// and its text (an assistant's content, a result's reply).
+fn gist(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| {
+            let text = match m["class"].as_str() {
+                Some("AssistantMessage") => m["content"].to_string(),
+                Some("ResultMessage") => m["result"].to_string(),
+                _ => String::new(),
+            };
+            format!("{} {text}", m["class"])
+        })
+        .collect()
+}
+
+/// How many user text blocks of each main request hold the first message.
+fn copies_of_first(w: &World) -> Vec<usize> {
+    w.server
+        .main_requests()
+        .iter()
+        .map(|r| {
+            let texts = r.user_texts();
+            texts.iter().filter(|t| t.contains("message 1")).count()
+        })
+        .collect()
+}
+
+/// The reason the runs log gives for its newest turn (`claude-shim log --json`).
+fn last_logged_why(w: &World) -> String {
+    let out = run(w.sb.cli(&["log", "--json", "--limit", "1"]), b"");
+    assert!(out.status.success(), "{}", describe(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["turns"][0]["why"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A router keeps one Python Agent SDK session (one CLI) and sends each call's whole
+/// transcript as the next message. Without the shim the model gets k copies of the
+/// first message at turn k; through it, each message once (cold, or in a live CLI:
+/// `warm`: its first message a transcript the shim reads, `Human: …` labels), and the
+/// client gets the same messages. With `edit`, the transcripts hold each reply with a
+/// byte added: nothing is cut, the model gets what it gets without the shim.
+fn router_session(warm: bool, edit: bool) {
+    let n = 4;
+    let (first, label) = match warm {
+        true => ("Human: message 1", "Human: "),
+        false => ("[System: be brief]\n\nmessage 1", ""),
+    };
+    let client = |w: &SdkWorld, cli: &PathBuf| {
+        let mut cmd = w.client(Sdk::Python, "router", n, cli, "message {k}");
+        if edit {
+            cmd.arg("--edit-replies");
+        }
+        if warm {
+            cmd.args(["--labels", "human"]);
+        }
+        lines(&run(cmd, b""))
+    };
+    let direct = newest_line_world();
+    let (d_turns, d_msgs) = client(&direct, &direct.sb.real_bin.join("claude"));
+    let shimmed = newest_line_world();
+    if warm {
+        // Two starts teach the shim the answer to `initialize`.
+        shimmed.run_client(Sdk::Python, "replay", 2, "an earlier question {k}");
+        shimmed.server.clear_log();
+    }
+    let (s_turns, s_msgs) = client(&shimmed, &shimmed.sb.shim_claude());
+    let got = replies(&s_turns, n);
+    assert_eq!(replies(&d_turns, n), got);
+    assert_eq!(gist(&d_msgs), gist(&s_msgs));
+    if warm {
+        let engines = shimmed.engines();
+        assert!(
+            matches!(engines.last().map(String::as_str), Some("live" | "ready")),
+            "{engines:?}\n{}",
+            shimmed.context()
+        );
+    }
+    let k_copies: Vec<usize> = (1..=n).collect();
+    assert_eq!(copies_of_first(&direct), k_copies);
+    let why = last_logged_why(&shimmed);
+    if edit {
+        assert_eq!(copies_of_first(&shimmed), k_copies, "{}", shimmed.context());
+        let texts = |w: &World| -> Vec<Vec<String>> {
+            let main = w.server.main_requests();
+            main.iter().map(|r| r.user_texts()).collect()
+        };
+        assert_eq!(texts(&direct), texts(&shimmed));
+        assert!(!why.contains("re-sent"), "{why}");
+        return;
+    }
+    assert_eq!(
+        copies_of_first(&shimmed),
+        vec![1; n],
+        "{}",
+        shimmed.context()
+    );
+    for (k, req) in shimmed.server.main_requests().iter().enumerate() {
+        let mut want = vec![first.to_owned()];
+        want.extend((2..=k + 1).map(|i| format!("{label}message {i}")));
+        assert_eq!(req.user_texts(), want, "request {}", k + 1);
+        assert_eq!(req.assistant_texts(), got[..k], "request {}", k + 1);
+    }
+    assert!(why.contains("3 of 3 later messages re-sent"), "{why}");
+}
+
+#[test]
+fn python_sdk_router_re_sending_its_transcript_reaches_the_model_once() {
+    router_session(false, false);
+}
+
+#[test]
+fn python_sdk_router_re_sending_its_transcript_reaches_a_live_cli_once() {
+    router_session(true, false);
+}
+
+#[test]
+fn python_sdk_router_whose_transcript_differs_by_a_byte_passes_unchanged() {
+    router_session(false, true);
+}
