@@ -183,6 +183,7 @@ fn the_saving_stats_reports_matches_what_the_cli_spent() {
             assert!(out.status.success(), "{}", describe(&out));
             let r = result_of(&out.stdout, true);
             spent += r["total_cost_usd"].as_f64().unwrap();
+            eprintln!("DBG shim={shim} k={k} cost={} usage={} mu={}", r["total_cost_usd"], r["usage"], r["modelUsage"]);
             history.push((msg, r["result"].as_str().unwrap().to_owned()));
         }
         (spent, shim.then_some(sb), server)
@@ -195,6 +196,7 @@ fn the_saving_stats_reports_matches_what_the_cli_spent() {
     let out = run(stats, b"");
     assert!(out.status.success(), "{}", describe(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("DBG stats {v}");
     let saved = v["total"]["saved_usd"].as_f64().expect("a saving");
     let truth = without - with;
     eprintln!("without {without:.4} with {with:.4} truth {truth:.4} estimate {saved:.4}");
