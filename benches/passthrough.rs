@@ -281,11 +281,11 @@ fn main() {
         || s.command(true_bin, true_bin, &["--version"]),
     );
     // Other builds of the shim, the same case: (label, added ms).
-    let first = match std::env::var_os("BENCH_SHIM") {
+    let own = match std::env::var_os("BENCH_SHIM") {
         Some(_) => "BENCH_SHIM",
         None => "cargo build, as plain `cargo install`",
     };
-    let mut builds = vec![(format!("{first} ({})", linked(&shim_exe())), passthrough)];
+    let mut builds = vec![(format!("{own} ({})", linked(&shim_exe())), passthrough)];
     let others = [
         ("packaged build (.ci/package)", packaged_exe()),
         (
