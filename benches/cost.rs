@@ -8,7 +8,10 @@
 //! - native: a client that resumes its session itself (`--session-id`, then
 //!   `--resume`) and sends only the new message (the limit).
 //!
-//! Prints per-turn and total figures per dialect and a summary, writes
+//! Prints per-turn and total figures per dialect and a summary (with what
+//! `claude-shim stats` estimates the shim saved beside the true saving: the
+//! replay way's dollars less the shim way's, as the CLI priced the server's
+//! usage), writes
 //! `docs/bench/cost.csv` (every turn, way and dialect: request bytes, plain
 //! input, cache writes, cache reads, billed-equivalent input tokens) and
 //! `docs/bench/cost.svg` (billed-equivalent per turn, one panel per dialect).
@@ -159,6 +162,10 @@ struct Conversation {
     /// Shim only: how each turn ran (runs.kind).
     kinds: Vec<String>,
     secs: f64,
+    /// Dollars spent as the CLI priced them (`None`: not known).
+    spent: Option<f64>,
+    /// Shim only: what `claude-shim stats` says the shim saved.
+    estimate: Option<f64>,
 }
 
 /// Drive one conversation of `n` turns.
@@ -229,17 +236,54 @@ fn drive(d: &Dialect, way: Way, n: usize) -> Conversation {
             let _ = std::fs::write(dir.join(format!("{:03}.json", r.index)), body);
         }
     }
-    let kinds = if way == Way::Shim {
-        run_kinds(&sandbox)
-    } else {
-        Vec::new()
+    let (kinds, spent, estimate) = match way {
+        Way::Shim => {
+            let stats = shim_stats(&sandbox);
+            let total = &stats["total"];
+            (
+                run_kinds(&sandbox),
+                total["cost_usd"].as_f64(),
+                total["saved_usd"].as_f64(),
+            )
+        }
+        _ => (Vec::new(), sessions_spent(&sandbox, n), None),
     };
     Conversation {
         turns,
         side,
         kinds,
         secs,
+        spent,
+        estimate,
     }
+}
+
+/// `claude-shim stats --json` in the shim way's sandbox.
+fn shim_stats(sandbox: &Sandbox) -> serde_json::Value {
+    let mut cmd = sandbox.manager();
+    cmd.args(["stats", "--json"]);
+    let out = run(cmd, b"");
+    assert!(out.status.success(), "stats: {}", describe(&out));
+    serde_json::from_slice(&out.stdout).expect("stats --json")
+}
+
+/// What the calls of a way that ran without the shim spent, as the CLI
+/// priced it: each call is a session of its own, whose file ends with its
+/// total (`cost-state`). `None` unless all `n` are there.
+fn sessions_spent(sandbox: &Sandbox, n: usize) -> Option<f64> {
+    let totals: Vec<f64> = sandbox
+        .session_files()
+        .iter()
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).ok()?;
+            text.lines()
+                .rev()
+                .filter(|l| l.contains("\"cost-state\""))
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .find_map(|v| v["totalCostUSD"].as_f64())
+        })
+        .collect();
+    (totals.len() == n).then(|| totals.iter().sum())
 }
 
 fn session_flags(flag: &str, session: &str, argv: Vec<String>) -> Vec<String> {
@@ -687,6 +731,37 @@ fn main() {
             kinds_summary(&r.ways[1].kinds)
         );
     }
+    println!(
+        "\n== the saving `claude-shim stats` reports, against the truth (replay $ − shim $, as the CLI priced the server's usage); goal: within 10%"
+    );
+    println!(
+        "{:<12} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "dialect", "replay $", "shim $", "truth", "estimate", "error"
+    );
+    for r in &results {
+        let [replay, shim, _] = &r.ways;
+        let usd = |v: Option<f64>| v.map_or("unknown".into(), |v| format!("{v:.4}"));
+        let truth = replay.spent.zip(shim.spent).map(|(a, b)| a - b);
+        let error = truth.zip(shim.estimate).map(|(t, e)| (e - t) / t * 100.0);
+        println!(
+            "{:<12} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            r.dialect,
+            usd(replay.spent),
+            usd(shim.spent),
+            usd(truth),
+            usd(shim.estimate),
+            error.map_or("".into(), |e| format!(
+                "{e:+.1}% {}",
+                if e.abs() <= 10.0 { "met" } else { "missed" }
+            ))
+        );
+    }
+    println!(
+        "load average: {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
     println!("elapsed: {:.0} s", started.elapsed().as_secs_f64());
 
     if let Err(e) = std::fs::create_dir_all(&out_dir) {

@@ -35,9 +35,11 @@ const PASS_THROUGH_NOTE: &str =
 const COST_NOTE: &str = "cost_usd is each turn's own cost (what it added to its session; the \
     CLI's total_cost_usd is cumulative), summed over the turns that recorded one; null when \
     none did. Likewise the token sums. turns_cost_unknown and turns_tokens_unknown count the rest";
-const REPLAY_NOTE: &str = "replay_*, saved_* are estimates: the stripped bytes (≈4 bytes/token) \
-    would have been cache writes (1.25×) instead of cache reads (0.1×); over the turns of known \
-    cost, never below their actual cost";
+const REPLAY_NOTE: &str = "replay_*, saved_* are estimates: replayed, each turn's cache reads \
+    past the prefix fresh calls share (shared_prefix_tokens) would have been cache writes \
+    (1.25× the input price) instead of cache reads (cache_read_price: read back from the turns' \
+    own costs when cache_read_price_fitted, else the list 0.1×); over the turns of known cost, \
+    never below their actual cost";
 
 #[derive(Serialize)]
 struct Json<'a> {
@@ -208,9 +210,10 @@ const FOOTNOTE: &str =
      counted as $0 (≥: some turns of that day unknown). \"replayed\" estimates the same turns \
      re-sending their history as fresh calls: each would read only the prefix fresh calls \
      share from the cache (the CLI's system prompt and tools, taken from this period's fresh \
-     turns) and write the rest anew, so those tokens move from cache reads (0.1x) to cache \
-     writes (1.25x), priced from each turn's own cost; saved tokens are those moved tokens \
-     times 1.15, in input-token prices.";
+     turns) and write the rest anew, so those tokens move from cache reads to cache writes \
+     (1.25x the input price), priced from each turn's own cost; the cache-read price (0.1x \
+     on most models, less on some) is read back from the turns' costs where they tell it. \
+     Saved tokens are those moved tokens times (1.25 - that price), in input-token prices.";
 
 /// "1 turn" / "3 turns".
 fn turns(n: i64) -> String {

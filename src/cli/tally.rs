@@ -13,24 +13,34 @@
 //! CLI's system prompt and tools, `P`), and written everything after it
 //! anew: the transcript, and the environment block and reminders a fresh
 //! call writes each time. So of the turn's cache reads, `moved = read − P`
-//! tokens move to cache writes (1.25× the input price instead of 0.1×). `P`
-//! is what the fresh turns among those tallied read from the cache (their
-//! median); when none did (a cold cache), what a fresh turn wrote less its
-//! own prompt and `FRESH_OVERHEAD`. Without any fresh turn of known usage it
-//! falls back to the history the shim stripped (`⌈stripped / 4⌉` tokens, at
-//! most the reads), which understates. The price per input token comes from
-//! the turn's own cost, assuming output costs 5× input (true of the current
-//! Claude models): `price = cost / (input + 1.25·write + 0.1·read + 5·output)`,
-//! and `replay = cost + price · moved · (1.25 − 0.1)`, never below `cost`.
-//! Turns of unknown cost are left out of it, as of the actual cost. Checked
+//! tokens move to cache writes. `P` is what the fresh turns among those
+//! tallied read from the cache (their median); when none did (a cold
+//! cache), what a fresh turn wrote less its own prompt and `FRESH_OVERHEAD`.
+//! Without any fresh turn of known usage it falls back to the history the
+//! shim stripped (`⌈stripped / 4⌉` tokens, at most the reads), which
+//! understates.
+//!
+//! Prices, as fractions of the input price: cache writes 1.25× and output
+//! 5× on every Claude model, while cache reads vary by model (0.1× on most,
+//! 0.05× or less on some). Taking 0.1× where the model charges 0.05× put the
+//! saving ~20% low: a resumed turn is mostly cache reads, so its price per
+//! input token came out low. So the read fraction `ρ` is read back from the
+//! turns' own bills: each cost is `p·(input + 1.25·write + 5·output) + q·read`,
+//! and a least-squares fit of `p` and `q` over the tallied turns gives
+//! `ρ = q / p` when it explains every turn's cost (one model's prices); else
+//! (models mixed, too few turns) the list fraction, 0.1×. Then per turn
+//! `price = cost / (input + 1.25·write + ρ·read + 5·output)` and
+//! `replay = cost + price · moved · (1.25 − ρ)`, never below `cost`. Turns
+//! of unknown cost are left out of it, as of the actual cost. Checked
 //! against the CLI's own figures in `tests/e2e/costs.rs`
-//! (`the_saving_stats_reports_matches_what_the_cli_spent`). It is an
-//! estimate, labelled as one.
+//! (`the_saving_stats_reports_matches_what_the_cli_spent`) and by
+//! `cargo bench --bench cost`. It is an estimate, labelled as one.
 
 use crate::store::report::RunRow;
 use serde::Serialize;
 
 const WRITE: f64 = 1.25;
+/// The cache-read fraction of list prices, where the turns do not tell it.
 const READ: f64 = 0.1;
 const OUTPUT: f64 = 5.0;
 const BYTES_PER_TOKEN: i64 = 4;
@@ -70,7 +80,7 @@ pub struct Totals {
     /// `replay_cost_usd − cost_usd`.
     pub saved_usd: Option<f64>,
     /// Estimated billed-equivalent input tokens saved: the moved tokens
-    /// times (1.25 − 0.1), i.e. priced as plain input.
+    /// times (1.25 − ρ), i.e. priced as plain input.
     pub saved_tokens: Option<i64>,
 }
 
@@ -86,6 +96,12 @@ pub struct Tally {
     /// The cached prefix fresh calls share, in tokens, as the estimate took
     /// it (see `shared_prefix`); null when no fresh turn told it.
     pub shared_prefix_tokens: Option<i64>,
+    /// The cache-read price as a fraction of the input price, as the
+    /// estimate took it (see `read_fraction`).
+    pub cache_read_price: f64,
+    /// Whether `cache_read_price` was read back from the turns' costs
+    /// (else it is the list fraction, 0.1).
+    pub cache_read_price_fitted: bool,
     pub total: Totals,
     /// Days that had turns, oldest first.
     pub days: Vec<Day>,
@@ -102,7 +118,7 @@ fn known_cost(cost: Option<f64>) -> Option<f64> {
 }
 
 impl Totals {
-    fn add(&mut self, r: &RunRow, prefix: Option<i64>) {
+    fn add(&mut self, r: &RunRow, prefix: Option<i64>, read: f64) {
         self.turns += 1;
         let failed = r.exit.is_some_and(|e| e != 0);
         match r.kind.as_str() {
@@ -139,7 +155,7 @@ impl Totals {
                 add(&mut self.replay_cache_read_tokens, t.cache_read - moved);
                 add(
                     &mut self.saved_tokens,
-                    (moved as f64 * (WRITE - READ)).round() as i64,
+                    (moved as f64 * (WRITE - read)).round() as i64,
                 );
             }
             None => self.turns_tokens_unknown += 1,
@@ -151,13 +167,11 @@ impl Totals {
         };
         add(&mut self.cost_usd, cost);
         let weighted = r.tokens.map_or(0.0, |t| {
-            t.input as f64
-                + WRITE * t.cache_write as f64
-                + READ * t.cache_read as f64
-                + OUTPUT * t.output as f64
+            let (plain, read_tokens) = priced(&t);
+            plain + read * read_tokens
         });
         let price = if weighted > 0.0 { cost / weighted } else { 0.0 };
-        let replay = cost + price * moved as f64 * (WRITE - READ);
+        let replay = cost + price * moved as f64 * (WRITE - read);
         add(&mut self.replay_cost_usd, replay);
         add(&mut self.saved_usd, replay - cost);
     }
@@ -173,13 +187,16 @@ pub fn tally(rows: &[RunRow]) -> Tally {
     let mut t = Tally::default();
     let prefix = shared_prefix(rows);
     t.shared_prefix_tokens = prefix;
+    let fitted = read_fraction(rows);
+    let read = fitted.unwrap_or(READ);
+    (t.cache_read_price, t.cache_read_price_fitted) = (read, fitted.is_some());
     for r in rows {
-        t.total.add(r, prefix);
+        t.total.add(r, prefix, read);
         match t.days.last_mut() {
-            Some(d) if d.day == r.day => d.totals.add(r, prefix),
+            Some(d) if d.day == r.day => d.totals.add(r, prefix, read),
             _ => {
                 let mut totals = Totals::default();
-                totals.add(r, prefix);
+                totals.add(r, prefix, read);
                 t.days.push(Day {
                     day: r.day.clone(),
                     totals,
@@ -218,6 +235,53 @@ fn shared_prefix(rows: &[RunRow]) -> Option<i64> {
             .collect(),
     )
 }
+
+/// A turn's tokens in input-token prices apart from its cache reads (writes
+/// 1.25×, output 5×), and its cache reads.
+fn priced(t: &crate::store::report::Tokens) -> (f64, f64) {
+    (
+        t.input as f64 + WRITE * t.cache_write as f64 + OUTPUT * t.output as f64,
+        t.cache_read as f64,
+    )
+}
+
+/// The cache-read price as a fraction of the input price, read back from
+/// the turns' own costs: the `p`, `q` that best give each cost as
+/// `p·plain + q·read` (least squares of the relative error), so `q / p`,
+/// when that explains every turn's cost within `FIT_TOLERANCE` (the CLI
+/// prices one model's turns exactly so; turns of several models, long-prompt
+/// or one-hour-cache prices do not fit). `None`: no such fit (also with
+/// fewer than two turns of unlike mixes of reads and the rest).
+fn read_fraction(rows: &[RunRow]) -> Option<f64> {
+    let points: Vec<(f64, f64)> = rows
+        .iter()
+        .filter(|r| r.exit.is_none_or(|e| e == 0))
+        .filter_map(|r| {
+            let cost = known_cost(r.cost_usd).filter(|c| *c > 0.0)?;
+            let (plain, read) = priced(&r.tokens?);
+            // Each turn's equation divided by its cost: relative errors.
+            Some((plain / cost, read / cost))
+        })
+        .collect();
+    let (mut xx, mut xy, mut yy, mut x1, mut y1) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for (x, y) in &points {
+        (xx, xy, yy, x1, y1) = (xx + x * x, xy + x * y, yy + y * y, x1 + x, y1 + y);
+    }
+    let det = xx * yy - xy * xy;
+    // Collinear (every turn the same mix): p and q cannot be told apart.
+    if det.is_nan() || det <= 1e-6 * xx * yy {
+        return None;
+    }
+    let (p, q) = ((x1 * yy - y1 * xy) / det, (y1 * xx - x1 * xy) / det);
+    let fits = points
+        .iter()
+        .all(|(x, y)| (p * x + q * y - 1.0).abs() <= FIT_TOLERANCE);
+    let fraction = q / p;
+    (fits && p > 0.0 && (0.0..WRITE).contains(&fraction)).then_some(fraction)
+}
+
+/// How closely the fitted prices must give each turn's cost (relative).
+const FIT_TOLERANCE: f64 = 0.005;
 
 /// What a fresh call writes to the cache past the shared prefix besides its
 /// prompt: the environment block and system reminders, ~2,600 tokens on
@@ -386,6 +450,77 @@ mod tests {
         assert_eq!(t.turns_cost_known(), 2);
         assert!(t.replay_cost_usd >= t.cost_usd);
         assert_eq!(t.saved_tokens, Some(2300), "both turns of known usage");
+    }
+
+    /// A turn priced as the CLI prices a model whose input costs `p` per
+    /// token and cache reads `rho` of that.
+    fn priced_row(kind: &str, stripped: i64, t: Option<Tokens>, p: f64, rho: f64) -> RunRow {
+        let u = t.unwrap();
+        let cost = p
+            * (u.input as f64
+                + 1.25 * u.cache_write as f64
+                + rho * u.cache_read as f64
+                + 5.0 * u.output as f64);
+        row("d", kind, (stripped + 300, 300), t, Some(cost))
+    }
+
+    #[test]
+    fn the_cache_read_price_is_read_back_from_the_turns_costs() {
+        // A model whose cache reads cost 0.05× input: a cold fresh turn,
+        // then resumed turns reading ever more from the cache.
+        let (p, rho) = (4e-6, 0.05);
+        let mut rows = vec![priced_row("fresh", 0, tokens(0, 12_255, 0, 375), p, rho)];
+        for k in 0..3 {
+            let read = 12_255 + 474 * k;
+            rows.push(priced_row(
+                "resumed",
+                8000,
+                tokens(0, 474, read, 375),
+                p,
+                rho,
+            ));
+        }
+        let t = tally(&rows);
+        assert!(t.cache_read_price_fitted);
+        assert!(
+            (t.cache_read_price - rho).abs() < 1e-9,
+            "{}",
+            t.cache_read_price
+        );
+        // Each resumed turn moves read − P tokens from reads to writes, at
+        // the model's own prices.
+        let prefix = t.shared_prefix_tokens.unwrap();
+        let moved: i64 = rows[1..]
+            .iter()
+            .map(|r| r.tokens.unwrap().cache_read - prefix)
+            .sum();
+        let exact = p * (1.25 - rho) * moved as f64;
+        let saved = t.total.saved_usd.unwrap();
+        assert!(
+            (saved - exact).abs() < 1e-9 * exact.max(1.0),
+            "{saved} vs {exact}"
+        );
+        // Rounded per turn.
+        let tokens = t.total.saved_tokens.unwrap() as f64;
+        assert!((tokens - moved as f64 * 1.2).abs() <= 2.0, "{tokens}");
+    }
+
+    #[test]
+    fn turns_of_several_models_keep_the_list_read_price() {
+        // Two models with other input prices and read fractions: no one set
+        // of prices gives every cost, so the list fraction stands.
+        let rows = [
+            priced_row("fresh", 0, tokens(0, 12_000, 0, 300), 4e-6, 0.05),
+            priced_row("resumed", 8000, tokens(0, 500, 12_000, 300), 4e-6, 0.05),
+            priced_row("fresh", 0, tokens(0, 9_000, 0, 200), 1e-6, 0.1),
+            priced_row("resumed", 8000, tokens(0, 400, 30_000, 900), 1e-6, 0.1),
+        ];
+        let t = tally(&rows);
+        assert!(!t.cache_read_price_fitted);
+        assert_eq!(t.cache_read_price, 0.1);
+        // One turn alone tells nothing either.
+        let t = tally(&rows[1..2]);
+        assert!(!t.cache_read_price_fitted);
     }
 
     #[test]
