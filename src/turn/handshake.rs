@@ -23,6 +23,7 @@ use super::attempt::Attempt;
 use super::initialize::{self, Remembered};
 use super::launch::{Cold, Ctx, Launch};
 use super::managed::{managed_turn, unchanged};
+use super::watches::{LateWatch, Tandem};
 use super::why::Reason;
 use crate::events::Event;
 use crate::prompt::{self, Prompt, RawStdin};
@@ -31,7 +32,7 @@ use crate::{debug, error};
 use std::ffi::OsString;
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// Run a turn whose caller waits after its control lines (`before`).
 pub(super) fn run(
@@ -521,84 +522,6 @@ impl Drop for Handshake {
             a.mute();
             a.terminate();
             let _ = a.wait();
-        }
-    }
-}
-
-/// The turn's watch, passed to B; when B proves itself, A is silenced and
-/// ended (it never had a message, so it never called the API).
-struct Tandem {
-    inner: Option<Arc<dyn Watch>>,
-    a: Arc<Mutex<Option<Running>>>,
-}
-
-impl Watch for Tandem {
-    fn result(&self, obs: &crate::observe::Observation) {
-        if let Some(w) = &self.inner {
-            w.result(obs)
-        }
-    }
-
-    fn sealed(&self, obs: &crate::observe::Observation) {
-        if let Some(w) = &self.inner {
-            w.sealed(obs)
-        }
-    }
-
-    fn input_closed(&self) {
-        if let Some(w) = &self.inner {
-            w.input_closed()
-        }
-    }
-
-    fn committed(&self) {
-        let a = self.a.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(a) = a {
-            a.mute();
-            a.terminate();
-            // Reaped off the output thread, which must go on at once.
-            std::thread::spawn(move || {
-                let _ = a.wait();
-            });
-        }
-        if let Some(w) = &self.inner {
-            w.committed()
-        }
-    }
-}
-
-/// A watch for A, whose turn is known only once the message came.
-#[derive(Default)]
-struct LateWatch(OnceLock<Arc<dyn Watch>>);
-
-impl LateWatch {
-    fn set(&self, w: Arc<dyn Watch>) {
-        let _ = self.0.set(w);
-    }
-}
-
-impl Watch for LateWatch {
-    fn result(&self, obs: &crate::observe::Observation) {
-        if let Some(w) = self.0.get() {
-            w.result(obs)
-        }
-    }
-
-    fn sealed(&self, obs: &crate::observe::Observation) {
-        if let Some(w) = self.0.get() {
-            w.sealed(obs)
-        }
-    }
-
-    fn input_closed(&self) {
-        if let Some(w) = self.0.get() {
-            w.input_closed()
-        }
-    }
-
-    fn committed(&self) {
-        if let Some(w) = self.0.get() {
-            w.committed()
         }
     }
 }

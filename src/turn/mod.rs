@@ -30,6 +30,8 @@ pub mod record;
 mod relay;
 pub mod understand;
 pub mod warm;
+/// The watches of an Agent SDK turn's two processes.
+mod watches;
 pub mod why;
 
 pub use execute::sweep_ephemeral;
