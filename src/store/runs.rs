@@ -10,7 +10,7 @@ impl Store {
         if let Some(mut pg) = self.pg() {
             return pg.log_run(run, self.now());
         }
-        self.insert_run(run).map(drop)
+        self.put_run(None, run).map(drop)
     }
 
     /// The row of a run not over yet (the caller is about to have its
@@ -19,52 +19,27 @@ impl Store {
         if let Some(mut pg) = self.pg() {
             return pg.begin_run(run, self.now());
         }
-        self.insert_run(run)
+        self.put_run(None, run)
     }
 
-    /// Complete a row [`Store::begin_run`] wrote (its time stays).
+    /// Complete a row [`Store::begin_run`] wrote.
     pub fn end_run(&self, id: i64, run: &Run<'_>) -> Result<()> {
         if let Some(mut pg) = self.pg() {
-            return pg.end_run(id, run);
+            return pg.end_run(id, run, self.now());
         }
-        let usage = run.spent.usage.map(|(u, _)| u);
-        self.conn.execute(
-            "UPDATE runs SET cwd = ?2, kind = ?3, exit = ?4, bytes_in = ?5, bytes_sent = ?6,
-                input_tokens = ?7, cache_write_tokens = ?8, cache_read_tokens = ?9,
-                output_tokens = ?10, cost_usd = ?11, session = ?12, why_code = ?13, why = ?14,
-                total_cost_usd = ?15, usage_from = ?16, conv_key = ?17, engine = ?18
-             WHERE id = ?1",
-            params![
-                id,
-                run.cwd,
-                run.kind.as_str(),
-                run.exit,
-                run.bytes_in as i64,
-                run.bytes_sent as i64,
-                usage.map(|u| u.input_tokens as i64),
-                usage.map(|u| u.cache_creation_input_tokens as i64),
-                usage.map(|u| u.cache_read_input_tokens as i64),
-                usage.map(|u| u.output_tokens as i64),
-                run.spent.cost_usd,
-                run.session,
-                run.why_code,
-                run.why,
-                run.spent.total_cost_usd,
-                run.spent.usage.map(|(_, from)| from.as_str()),
-                run.conv_key,
-                run.engine.as_str(),
-            ],
-        )?;
-        Ok(())
+        self.put_run(Some(id), run).map(drop)
     }
 
-    fn insert_run(&self, run: &Run<'_>) -> Result<i64> {
+    /// Write a run's row: a new one, or row `id` replaced whole (its time
+    /// kept). Returns its id.
+    fn put_run(&self, id: Option<i64>, run: &Run<'_>) -> Result<i64> {
         let usage = run.spent.usage.map(|(u, _)| u);
         self.conn.execute(
-            "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
-                cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
-                why_code, why, total_cost_usd, usage_from, conv_key, engine)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+            "INSERT OR REPLACE INTO runs (id, at, cwd, kind, exit, bytes_in, bytes_sent,
+                input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd,
+                session, why_code, why, total_cost_usd, usage_from, conv_key, engine)
+             VALUES (?19, COALESCE((SELECT at FROM runs WHERE id = ?19), ?1), ?2, ?3, ?4, ?5,
+                ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
             params![
                 self.now(),
                 run.cwd,
@@ -84,6 +59,7 @@ impl Store {
                 run.spent.usage.map(|(_, from)| from.as_str()),
                 run.conv_key,
                 run.engine.as_str(),
+                id,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -106,6 +82,50 @@ impl Store {
 mod tests {
     use super::*;
     use crate::events::Usage;
+
+    #[test]
+    fn a_run_written_ahead_is_completed_in_place() {
+        let t = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(100));
+        let clock = t.clone();
+        let s = Store::in_memory()
+            .unwrap()
+            .with_clock(move || clock.load(std::sync::atomic::Ordering::SeqCst));
+        let mut run = Run {
+            cwd: "/w",
+            kind: Kind::Resumed,
+            why_code: "resumed",
+            why: "resumed in place",
+            exit: 0,
+            bytes_in: 10,
+            bytes_sent: 3,
+            spent: Spent::default(),
+            session: Some("S"),
+            conv_key: None,
+            engine: Engine::Cold,
+        };
+        let id = s.begin_run(&run).unwrap();
+        s.log_run(&Run {
+            kind: Kind::Fresh,
+            ..run
+        })
+        .unwrap();
+        t.store(200, std::sync::atomic::Ordering::SeqCst);
+        run.exit = 1;
+        run.engine = Engine::Warm;
+        s.end_run(id, &run).unwrap();
+        let rows: Vec<(i64, i64, String, i32, String)> = s
+            .conn
+            .prepare("SELECT id, at, kind, exit, engine FROM runs ORDER BY id")
+            .unwrap()
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows[0], (id, 100, "resumed".into(), 1, "warm".into()));
+    }
 
     #[test]
     fn logs_and_counts() {

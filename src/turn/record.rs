@@ -306,8 +306,10 @@ impl Recorder {
             if st.pinned.is_none() {
                 self.pin(&mut st, obs);
             }
+            // An error result may be a refusal the turn reruns from: its
+            // row is written at the end, by whichever attempt answers.
+            self.write_run(&mut st, obs);
         }
-        self.write_run(&mut st, obs);
         self.maybe_draining(&st);
         // The attempt's end is stored before the caller has the result (a
         // retry then knows the message was answered).
@@ -365,7 +367,7 @@ impl Recorder {
             kind: d.kind,
             why_code: d.why_code,
             why: &d.why,
-            exit: i32::from(obs.is_error_result()),
+            exit: 0,
             bytes_in: d.bytes_in,
             bytes_sent: d.bytes_sent,
             spent: spent(obs, d.base_cost, None, None),

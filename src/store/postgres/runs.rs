@@ -99,40 +99,15 @@ impl Pg {
         })
     }
 
-    /// Queued: completes a row [`Pg::begin_run`] wrote.
-    pub fn end_run(&mut self, id: i64, run: &Run<'_>) -> Result<()> {
-        let usage: Option<Usage> = run.spent.usage.map(|(u, _)| u);
-        let n = |f: fn(&Usage) -> u64| usage.as_ref().map(|u| f(u) as i64);
-        let text = |s: Option<&str>| s.map(str::to_owned);
+    /// Queued: completes a row [`Pg::begin_run`] wrote (replaced by the
+    /// whole row, timed now; both statements go in one round trip).
+    pub fn end_run(&mut self, id: i64, run: &Run<'_>, now: i64) -> Result<()> {
         self.defer(
             "completing the run's row",
-            "UPDATE runs SET cwd = $2, kind = $3, exit = $4, bytes_in = $5, bytes_sent = $6,
-                input_tokens = $7, cache_write_tokens = $8, cache_read_tokens = $9,
-                output_tokens = $10, cost_usd = $11, session = $12, why_code = $13, why = $14,
-                total_cost_usd = $15, usage_from = $16, conv_key = $17, engine = $18
-             WHERE id = $1",
-            vec![
-                owned(id),
-                owned(run.cwd.to_owned()),
-                owned(run.kind.as_str().to_owned()),
-                owned(run.exit),
-                owned(run.bytes_in as i64),
-                owned(run.bytes_sent as i64),
-                owned(n(|u| u.input_tokens)),
-                owned(n(|u| u.cache_creation_input_tokens)),
-                owned(n(|u| u.cache_read_input_tokens)),
-                owned(n(|u| u.output_tokens)),
-                owned(run.spent.cost_usd),
-                owned(text(run.session)),
-                owned(run.why_code.to_owned()),
-                owned(run.why.to_owned()),
-                owned(run.spent.total_cost_usd),
-                owned(text(run.spent.usage.map(|(_, from)| from.as_str()))),
-                owned(text(run.conv_key)),
-                owned(run.engine.as_str().to_owned()),
-            ],
+            "DELETE FROM runs WHERE id = $1",
+            vec![owned(id)],
         );
-        Ok(())
+        self.log_run(run, now)
     }
 
     pub fn run_counts(&mut self) -> Result<Vec<(String, i64)>> {
