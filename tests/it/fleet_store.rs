@@ -270,13 +270,28 @@ fn every_query_of_the_store_runs_on_postgres() {
     assert_eq!(row.local[..10], s.local_day(row.at).unwrap());
     assert_eq!(rows[0].day, s.local_day(row.at).unwrap());
     assert!(s.recent_runs(0, Some("/a"), Some(0)).unwrap().is_empty());
+    // A row written ahead (the caller about to have the reply), then
+    // completed at the exit: one row, as completed.
+    let ahead = Run {
+        cwd: "/b",
+        kind: Kind::Fresh,
+        ..run
+    };
+    let id = s.begin_run(&ahead).unwrap();
+    s.end_run(id, &Run { exit: 9, ..ahead }).unwrap();
+    s.flush();
+    let b = s.recent_runs(0, Some("/b"), Some(5)).unwrap();
+    assert_eq!(
+        b.iter().map(|r| (r.kind.as_str(), r.exit)).collect::<Vec<_>>(),
+        [("fresh", Some(9))]
+    );
     let node = chain.node(&ScopeParts::default().scope());
     let id = s.start_attempt(&node, "m", S, 10, 0).unwrap();
     s.end_attempt(id, claude_shim::store::attempts::Outcome::NoResult)
         .unwrap();
     assert_eq!(s.last_attempt(&node, "m", 0).unwrap().unwrap().id, id);
     assert_eq!(s.prune_attempts(i64::MAX).unwrap(), 1);
-    assert_eq!(s.count_prunable(&[], 0, i64::MAX).unwrap().runs, 1);
+    assert_eq!(s.count_prunable(&[], 0, i64::MAX).unwrap().runs, 2);
     let would = s.count_prunable(&[S.to_string()], 0, 0).unwrap();
     let removed = s.prune(&[S.to_string()], 0, 0).unwrap();
     assert_eq!((removed.pins, removed.sessions), (1, 1));
