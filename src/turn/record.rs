@@ -193,7 +193,7 @@ pub fn spent(
 
 /// How long the end of a streamed reply waits for the session file to hold
 /// the turn (the CLI writes it within milliseconds of `message_stop`).
-const SEAL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+const SEAL_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A run's row as far as it is known before the run ends: written when the
 /// caller is about to have the whole reply (a shim killed then still leaves
@@ -329,7 +329,15 @@ impl Recorder {
         let Some(uuid) = obs.assistant_uuids.last() else {
             return;
         };
-        if !self.file_ends_at(uuid) {
+        // Nothing is waited for that would earn no pin (a run as asked,
+        // another session…).
+        if next_pin(&self.plan, &self.ctx, obs, None).is_err() {
+            return;
+        }
+        let waited = std::time::Instant::now();
+        let holds = self.file_ends_at(uuid);
+        debug!("sealed: waited {:?} for the session file", waited.elapsed());
+        if !holds {
             debug!(
                 "sealed: the session file does not hold {uuid} yet; not pinned before the result"
             );

@@ -282,7 +282,9 @@ fn every_query_of_the_store_runs_on_postgres() {
     s.flush();
     let b = s.recent_runs(0, Some("/b"), Some(5)).unwrap();
     assert_eq!(
-        b.iter().map(|r| (r.kind.as_str(), r.exit)).collect::<Vec<_>>(),
+        b.iter()
+            .map(|r| (r.kind.as_str(), r.exit))
+            .collect::<Vec<_>>(),
         [("fresh", Some(9))]
     );
     let node = chain.node(&ScopeParts::default().scope());
