@@ -296,13 +296,14 @@ impl Recorder {
         if obs.results > 1 {
             self.undo(&mut st);
         } else if obs.has_success_result() {
-            let hashes = identity::reply_hashes(obs);
-            if st.pinned.is_some() && !st.sealed_with.is_empty() && st.sealed_with != hashes {
+            // Hashed again only for a pin made at the seal (a result's
+            // reply is otherwise hashed once, by the pin).
+            let sealed = std::mem::take(&mut st.sealed_with);
+            if st.pinned.is_some() && !sealed.is_empty() && sealed != identity::reply_hashes(obs) {
                 // Pinned at the seal, before the result's own text was
                 // known: pinned again with every form of the reply.
                 self.undo(&mut st);
             }
-            st.sealed_with.clear();
             if st.pinned.is_none() {
                 self.pin(&mut st, obs);
             }
