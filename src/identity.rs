@@ -385,30 +385,90 @@ impl Chain {
 }
 
 /// Reply text as compared for proof of receipt: `<thinking>` blocks removed,
-/// whitespace runs collapsed, trimmed.
+/// whitespace runs collapsed, trimmed. One pass into one buffer: a replayed
+/// 1 MiB transcript puts every earlier reply through here on each turn.
 pub fn normalize_reply(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut gap = false;
     let mut rest = text;
-    let mut kept = String::with_capacity(text.len());
     while let Some(start) = rest.find("<thinking>") {
-        kept.push_str(&rest[..start]);
+        collapse_into(&mut out, &rest[..start], &mut gap);
         match rest[start..].find("</thinking>") {
             Some(end) => rest = &rest[start + end + "</thinking>".len()..],
-            None => {
-                rest = "";
-                break;
-            }
+            None => return out,
         }
     }
-    kept.push_str(rest);
-    let mut out = String::with_capacity(kept.len());
-    for word in kept.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
+    collapse_into(&mut out, rest, &mut gap);
     out
 }
+
+/// Append `piece`'s words to `out`, one space between words (as
+/// `split_whitespace` joined by `' '`, over pieces that join with no
+/// boundary of their own); `gap`: whitespace seen since the last word.
+/// Words already one space apart are copied as one span.
+fn collapse_into(out: &mut String, piece: &str, gap: &mut bool) {
+    let len = piece.len();
+    let bytes = piece.as_bytes();
+    // The span of `piece` not yet copied, already as normalized.
+    let mut span = 0..0;
+    let mut i = 0;
+    while i < len {
+        if let Some(w) = space_width(piece, i) {
+            *gap = true;
+            i += w;
+            continue;
+        }
+        let word = i;
+        i += 1;
+        while i < len && space_width(piece, i).is_none() {
+            i += 1;
+        }
+        let one_space_after_span =
+            !span.is_empty() && word == span.end + 1 && bytes[span.end] == b' ';
+        if one_space_after_span {
+            span.end = i;
+        } else {
+            out.push_str(&piece[span.clone()]);
+            if *gap && !out.is_empty() {
+                out.push(' ');
+            }
+            span = word..i;
+        }
+        *gap = false;
+    }
+    out.push_str(&piece[span]);
+}
+
+/// The width of the whitespace character (`char::is_whitespace`) starting at
+/// byte `i`, if one does. Only ASCII and four lead bytes can start one
+/// (U+0085 and U+00A0: 0xC2; U+1680: 0xE1; U+2000..U+205F: 0xE2; U+3000:
+/// 0xE3), so other bytes, continuation bytes included, are never decoded,
+/// and a byte that answers `None` may be stepped over by one.
+#[inline(always)]
+fn space_width(piece: &str, i: usize) -> Option<usize> {
+    match MAY_BE_SPACE[piece.as_bytes()[i] as usize] {
+        false => None,
+        true if piece.as_bytes()[i] < 0x80 => Some(1),
+        true => piece
+            .get(i..)?
+            .chars()
+            .next()
+            .filter(|c| c.is_whitespace())
+            .map(char::len_utf8),
+    }
+}
+
+/// The bytes [`space_width`] looks at: ASCII whitespace and the four lead
+/// bytes of the others (a table: the word loop does one load per byte).
+static MAY_BE_SPACE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = matches!(b, 0x09..=0x0D | 0x20 | 0xC2 | 0xE1 | 0xE2 | 0xE3);
+        b += 1;
+    }
+    t
+};
 
 impl ReplyHash {
     pub fn of(text: &str) -> ReplyHash {
@@ -470,6 +530,57 @@ impl ConvKey {
 mod tests {
     use super::*;
     use std::ffi::OsString;
+
+    /// The rule as first written (two passes, two buffers): the one-pass
+    /// `normalize_reply` must give the same text for every input.
+    fn normalize_reply_reference(text: &str) -> String {
+        let mut rest = text;
+        let mut kept = String::new();
+        while let Some(start) = rest.find("<thinking>") {
+            kept.push_str(&rest[..start]);
+            match rest[start..].find("</thinking>") {
+                Some(end) => rest = &rest[start + end + "</thinking>".len()..],
+                None => {
+                    rest = "";
+                    break;
+                }
+            }
+        }
+        kept.push_str(rest);
+        kept.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn normalize_reply_is_the_reference_rule(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[a-z\u{e9}\u{4e2d}]{0,6}",
+                    "[ \t\n\r\u{b}\u{c}\u{85}\u{a0}\u{2003}\u{2028}\u{3000}]{1,3}",
+                    proptest::strategy::Just("<thinking>".to_owned()),
+                    proptest::strategy::Just("</thinking>".to_owned()),
+                    proptest::strategy::Just("<think".to_owned()),
+                ],
+                0..24,
+            )
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(normalize_reply(&text), normalize_reply_reference(&text));
+        }
+    }
+
+    #[test]
+    fn normalize_reply_joins_words_across_a_removed_block() {
+        assert_eq!(
+            normalize_reply(" a<thinking>x y</thinking>b \u{a0}c\n"),
+            "ab c"
+        );
+        assert_eq!(normalize_reply("a <thinking>x</thinking> b"), "a b");
+        assert_eq!(
+            normalize_reply("a\u{2003}\u{2003}b<thinking>never closed"),
+            "a b"
+        );
+    }
 
     fn args(list: &[&str]) -> ParsedArgs {
         let v: Vec<OsString> = list.iter().map(OsString::from).collect();

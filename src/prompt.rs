@@ -17,8 +17,8 @@ use std::time::Duration;
 pub enum Prompt {
     /// `args[index]` is the prompt; stdin is left to the CLI.
     Positional { index: usize, text: String },
-    /// All of stdin (text input format).
-    Stdin { bytes: Vec<u8> },
+    /// All of stdin (text input format), shared: each attempt replays it.
+    Stdin { bytes: bytes::Bytes },
     /// stream-json input: `before` (control lines) was read ahead of the
     /// user line, `more` are user lines that arrived with it (a client
     /// replaying one line per prior message), `after` is input already read
@@ -105,7 +105,9 @@ pub fn read_knowing(
     }
     let mut bytes = Vec::new();
     stdin.lock().read_to_end(&mut bytes)?;
-    Ok(Prompt::Stdin { bytes })
+    Ok(Prompt::Stdin {
+        bytes: bytes.into(),
+    })
 }
 
 /// How long to wait for the user message once control lines came first.

@@ -264,7 +264,8 @@ fn keep(s: &Setup) {
         .map(|(k, v)| format!(" {k}='{v}'"))
         .collect();
     let text = format!(
-        "export HOME={h} CLAUDE_SHIM_REAL={f} CLAUDE_SHIM_HOME={sh}{knobs}\ncd {w}\n# {c} -p --output-format stream-json --verbose < {r}/resumed-1048576.txt\n",
+        // The same environment as the timed runs' (`Setup::env`): cold turns.
+        "export PATH=/usr/bin:/bin LANG=C.UTF-8 CLAUDE_SHIM_WARM=0 HOME={h} CLAUDE_SHIM_REAL={f} CLAUDE_SHIM_HOME={sh}{knobs}\ncd {w}\n# {c} -p --output-format stream-json --verbose < {r}/resumed-1048576.txt\n",
         h = s.home.display(),
         f = s.fake.display(),
         sh = s.shim_home.display(),

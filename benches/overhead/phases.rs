@@ -86,7 +86,7 @@ pub fn phases(s: &Setup, cases: &[Case], n: usize) {
     per_size(
         "decide::understand (UTF-8 check, every dialect parses)",
         &|c| {
-            let bytes = std::fs::read(&c.resumed).expect("read");
+            let bytes: bytes::Bytes = std::fs::read(&c.resumed).expect("read").into();
             time_ms(n, || {
                 let prompt = claude_shim::prompt::Prompt::Stdin {
                     bytes: bytes.clone(),

@@ -352,7 +352,7 @@ fn prompt_of(m: &Managed, input: Option<&Path>) -> Result<Prompt> {
         return Ok(Prompt::Positional { index, text });
     }
     Ok(Prompt::Stdin {
-        bytes: read_input(input)?,
+        bytes: read_input(input)?.into(),
     })
 }
 

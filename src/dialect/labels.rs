@@ -5,6 +5,8 @@
 
 use super::conversation::{lf, Conversation, Dialect};
 use crate::identity::{Role, Turn};
+use std::borrow::Cow;
+use std::ops::Range;
 
 pub struct Labels {
     name: &'static str,
@@ -38,58 +40,67 @@ impl Labels {
     }
 }
 
-/// Two markers of one role in a row cannot both open turns: a reply (or a
-/// pasted user message) held a line that reads like a marker. The earlier of
-/// the two is content of the turn before it. Proof of receipt still checks
-/// the result against the reply the shim captured.
-fn absorb_repeat(turns: &mut Vec<Split>, next: Role) {
-    let repeats = turns.last().is_some_and(|(role, ..)| *role == next);
-    if repeats && turns.len() >= 2 {
-        if let Some((_, _, raw)) = turns.pop() {
-            if let Some((_, body, prev_raw)) = turns.last_mut() {
-                for part in [body, prev_raw] {
-                    part.push('\n');
-                    part.push_str(&raw);
-                }
-            }
-        }
+/// A turn as split: its role, and its body's span in the text (from after
+/// the marker to the end of its last line). Spans, not copies: a replayed
+/// 1 MiB transcript is split on every turn.
+type Split = (Role, Range<usize>);
+
+/// A prompt split into turns: the text (CRLF made LF), where the preamble
+/// ends, and the alternating turns.
+struct Splits<'t> {
+    text: Cow<'t, str>,
+    preamble_end: usize,
+    turns: Vec<Split>,
+}
+
+impl Splits<'_> {
+    fn body(&self, (_, span): &Split) -> &str {
+        &self.text[span.clone()]
     }
 }
 
-/// A turn as split: role, body, and the turn's raw lines.
-type Split = (Role, String, String);
-
 impl Labels {
     /// The preamble and the alternating turns.
-    fn turns(&self, text: &str) -> Option<(String, Vec<Split>)> {
+    fn turns<'t>(&self, text: &'t str) -> Option<Splits<'t>> {
         // Cheap refusal before any copy: no user marker at a line start.
         if !text.starts_with(self.user) && !text.contains(&format!("\n{}", self.user)) {
             return None;
         }
         let text = lf(text);
-        let mut preamble = String::new();
+        let mut preamble_end = 0;
         let mut turns: Vec<Split> = Vec::new();
+        let mut at = 0;
         for line in text.split('\n') {
+            let end = at + line.len();
             match self.marker(line) {
                 Some((role, rest)) => {
-                    absorb_repeat(&mut turns, role);
-                    turns.push((role, rest.to_owned(), line.to_owned()));
-                }
-                None => match turns.last_mut() {
-                    Some((_, body, raw)) => {
-                        for part in [body, raw] {
-                            part.push('\n');
-                            part.push_str(line);
+                    if turns.is_empty() {
+                        preamble_end = at;
+                    }
+                    // Two markers of one role in a row cannot both open
+                    // turns: a reply (or a pasted user message) held a line
+                    // that reads like a marker. The earlier of the two is
+                    // content of the turn before it. Proof of receipt still
+                    // checks the result against the reply the shim captured.
+                    let repeats = turns.last().is_some_and(|(r, _)| *r == role);
+                    if repeats && turns.len() >= 2 {
+                        if let Some((_, absorbed)) = turns.pop() {
+                            if let Some((_, span)) = turns.last_mut() {
+                                span.end = absorbed.end;
+                            }
                         }
                     }
-                    None => {
-                        preamble.push_str(line);
-                        preamble.push('\n');
+                    turns.push((role, end - rest.len()..end));
+                }
+                None => {
+                    if let Some((_, span)) = turns.last_mut() {
+                        span.end = end;
                     }
-                },
+                }
             }
+            at = end + 1;
         }
-        let alternates = turns.iter().enumerate().all(|(i, (role, ..))| {
+        let alternates = turns.iter().enumerate().all(|(i, (role, _))| {
             *role
                 == if i % 2 == 0 {
                     Role::User
@@ -100,7 +111,11 @@ impl Labels {
         if turns.is_empty() || !alternates {
             return None;
         }
-        Some((preamble, turns))
+        Some(Splits {
+            text,
+            preamble_end,
+            turns,
+        })
     }
 }
 
@@ -110,36 +125,41 @@ impl Dialect for Labels {
     }
 
     fn parse(&self, text: &str) -> Option<Conversation> {
-        let (preamble, mut turns) = self.turns(text)?;
+        let mut split = self.turns(text)?;
         // A bare trailing `Assistant:` is a cue for the model, not a turn.
         let mut suffix = None;
-        if let Some((Role::Assistant, body, _)) = turns.last() {
-            if !body.trim().is_empty() {
-                return None;
+        if let Some(last) = split.turns.last() {
+            if last.0 == Role::Assistant {
+                if !split.body(last).trim().is_empty() {
+                    return None;
+                }
+                suffix = Some(self.assistant.to_owned());
+                split.turns.pop();
             }
-            suffix = Some(self.assistant.to_owned());
-            turns.pop();
         }
-        let (_, current, _) = turns.pop()?;
-        let preamble = preamble.trim();
-        let prior = turns
-            .into_iter()
-            .map(|(role, body, _)| Turn {
-                role,
-                text: body.trim().to_owned(),
+        let current = split.turns.pop()?;
+        let current = split.body(&current).trim().to_owned();
+        let prior = split
+            .turns
+            .iter()
+            .map(|t| Turn {
+                role: t.0,
+                text: split.body(t).trim().to_owned(),
             })
             .collect();
+        let preamble = split.text[..split.preamble_end].trim();
         let preamble = (!preamble.is_empty()).then(|| preamble.to_owned());
-        let mut c = Conversation::new(self.name, preamble, prior, current.trim().to_owned());
+        let mut c = Conversation::new(self.name, preamble, prior, current);
         c.suffix = suffix;
         Some(c)
     }
 
     fn ends_with_reply(&self, text: &str) -> bool {
-        self.turns(text).is_some_and(|(_, turns)| {
-            turns
+        self.turns(text).is_some_and(|split| {
+            split
+                .turns
                 .last()
-                .is_some_and(|(role, body, _)| *role == Role::Assistant && !body.trim().is_empty())
+                .is_some_and(|t| t.0 == Role::Assistant && !split.body(t).trim().is_empty())
         })
     }
 }

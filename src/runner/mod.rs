@@ -31,8 +31,9 @@ use std::sync::Arc;
 pub enum StdinPlan {
     /// Our stdin as it is (the shim never read it).
     Inherit,
-    /// These bytes, then end of input.
-    Bytes(Vec<u8>),
+    /// These bytes, then end of input (shared: an attempt's plan is cloned
+    /// for its feeder, and a 1 MiB prompt copied is 256 page faults).
+    Bytes(bytes::Bytes),
     /// `first` at once; then, once the run is committed, `pending` (input
     /// already read ahead) and whatever the caller writes later, until EOF
     /// (stream-json input stays open for tool answers and control responses).
@@ -351,7 +352,7 @@ fn forward(
     let (first, pending) = match plan {
         StdinPlan::Inherit | StdinPlan::Manual => return,
         StdinPlan::Bytes(b) => (b, None),
-        StdinPlan::Stream { first, pending } => (first, Some(pending)),
+        StdinPlan::Stream { first, pending } => (first.into(), Some(pending)),
     };
     if to.write_all(&first).is_err() {
         return;

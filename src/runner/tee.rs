@@ -146,7 +146,14 @@ pub fn copy(
     hold: SharedHold,
     mut tap: Tap,
 ) -> Option<Observer> {
-    let mut buf = vec![0u8; CHUNK];
+    // stderr carries little: a small buffer spares a page fault per 4 KiB.
+    let mut buf = vec![
+        0u8;
+        match to {
+            Stream::Out => CHUNK,
+            Stream::Err => 16 << 10,
+        }
+    ];
     let mut may_splice = true;
     let mut filter = ResponseFilter::new(std::mem::take(&mut tap.answers), tap.pid);
     if let Some(mut render) = tap.render.take() {

@@ -46,7 +46,7 @@ impl Attempt {
                 .unwrap_or_default();
         }
         match (&self.stdin, prompt) {
-            (StdinPlan::Bytes(b), _) => b.clone(),
+            (StdinPlan::Bytes(b), _) => b.to_vec(),
             (StdinPlan::Stream { first, .. }, Prompt::StreamJson { before, .. }) => {
                 first[before.len().min(first.len())..].to_vec()
             }
@@ -128,7 +128,7 @@ pub fn original(prompt: &Prompt, args: &[OsString], input: InputFormat) -> Attem
             first: bytes.clone(),
             pending: Vec::new(),
         },
-        Prompt::None { bytes, .. } => StdinPlan::Bytes(bytes.clone()),
+        Prompt::None { bytes, .. } => StdinPlan::Bytes(bytes.clone().into()),
     };
     let prompt_arg = match prompt {
         Prompt::Positional { index, .. } => Some(*index),
@@ -166,7 +166,7 @@ pub fn continuation(plan: &Plan, args: &[OsString]) -> Option<Attempt> {
     let argv = crate::warm::live_args(&session_flags(plan), &flags)?;
     Some(Attempt {
         args: argv.into_iter().map(OsString::from).collect(),
-        stdin: StdinPlan::Bytes(Vec::new()),
+        stdin: StdinPlan::Bytes(Default::default()),
         sent: 0,
         hold: false,
         proof: Default::default(),
@@ -217,7 +217,7 @@ pub fn attempt(
         }),
         Prompt::Stdin { .. } => with_flags(Attempt {
             args: args.to_vec(),
-            stdin: StdinPlan::Bytes(delta.as_bytes().to_vec()),
+            stdin: StdinPlan::Bytes(delta.as_bytes().to_vec().into()),
             sent: delta.len(),
             hold: false,
             proof: Default::default(),
@@ -325,7 +325,7 @@ mod tests {
         };
         let caller = Plan::Caller { session: S.into() };
         let stdin = Prompt::Stdin {
-            bytes: human.as_bytes().to_vec(),
+            bytes: human.as_bytes().to_vec().into(),
         };
         let positional = Prompt::Positional {
             index: 2,
@@ -368,7 +368,7 @@ mod tests {
             hold: bool,
             bytes: Vec<u8>,
         }
-        let bytes = |b: &[u8]| StdinPlan::Bytes(b.to_vec());
+        let bytes = |b: &[u8]| StdinPlan::Bytes(b.to_vec().into());
         let streamed = |line: &str| StdinPlan::Stream {
             first: [control, line].concat().into_bytes(),
             pending: b"later\n".to_vec(),

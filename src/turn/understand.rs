@@ -64,7 +64,7 @@ mod tests {
         assert!(!u.conv.has_history() && u.unrecognised.is_some());
         assert_eq!(u.conv.current, "just a question");
         let binary = Prompt::Stdin {
-            bytes: vec![0xff, 0xfe],
+            bytes: vec![0xff, 0xfe].into(),
         };
         assert_eq!(understand(&binary), None);
     }
