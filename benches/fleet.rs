@@ -162,6 +162,14 @@ fn transcript(history: &[(String, String)], cur: &str) -> String {
     parts.join("\n\n")
 }
 
+/// The 1-minute load average (`/proc/loadavg`; NaN where there is none).
+fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() {
@@ -187,6 +195,7 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(30),
     );
+    let load_before = loadavg();
     let mut pg = postgres::PgServer::start();
     let url = pg.create_db("fleet_bench");
     let dir = tempfile::tempdir().unwrap();
@@ -270,15 +279,25 @@ fn main() {
         rest(3) - rest(1),
         rest(4) - rest(1)
     );
-    println!(
-        "goal (one host): PostgreSQL adds <= 5 ms per turn over SQLite; measured {:+.1} ms: {}",
-        rest(2) - rest(1),
-        if rest(2) - rest(1) <= 5.0 {
-            "met"
-        } else {
-            "missed"
-        }
-    );
+    // The goal holds at load <= 2: above it, a round trip waits for the
+    // server's backend to be scheduled, and the figure says so.
+    let load_after = loadavg();
+    let busiest = load_before.max(load_after);
+    println!("load average (1 min): {load_before:.2} at the start, {load_after:.2} at the end");
+    for (path, added) in [
+        ("first turn (cold, fresh)", first(2) - first(1)),
+        ("turns 2-10 (cold, resumed)", rest(2) - rest(1)),
+    ] {
+        let verdict = match (added <= 5.0, busiest <= 2.0) {
+            (true, _) => "met",
+            (false, true) => "not met",
+            (false, false) => "not met (load above 2: the goal's condition does not hold)",
+        };
+        println!(
+            "goal (one host, load <= 2): PostgreSQL adds <= 5 ms per turn over SQLite; \
+             {path}: {added:+.1} ms: {verdict}"
+        );
+    }
     println!("runs, sqlite: {}", kinds(Way::Sqlite));
     println!("runs, postgres (every pg way): {}", kinds(Way::PgOneHost));
     pg.stop();

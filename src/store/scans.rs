@@ -21,6 +21,14 @@ impl Store {
         Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
     }
 
+    /// On a shared store, the turn will read `path`'s scan after its
+    /// lease: it is read in the lease's round trip. Nothing on a local one.
+    pub fn want_scan(&self, path: &Path) {
+        if let Some(mut pg) = self.pg() {
+            pg.want_scan(&path.to_string_lossy());
+        }
+    }
+
     pub fn save_scan(&self, path: &Path, scan: &Scan) -> Result<()> {
         if let Some(mut pg) = self.pg() {
             let json = serde_json::to_string(scan)?;

@@ -193,7 +193,13 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
     let mut lease = None;
     let mut here = true;
     let first_try = match shared && mode == Mode::Turn {
-        true => place.store.lock().head_and_lease(&pin.session, at)?,
+        true => {
+            // The file's scan is read next: in the lease's round trip.
+            if let Some(f) = sessions::find(&place.config_dir, &pin.session) {
+                place.store.lock().want_scan(&f);
+            }
+            place.store.lock().head_and_lease(&pin.session, at)?
+        }
         false => None,
     };
     let head_in_store = match &first_try {

@@ -296,6 +296,11 @@ impl Recorder {
         if obs.results > 1 {
             self.undo(&mut st);
         } else if obs.has_success_result() {
+            // Before the pin: on a shared store the row is queued, and goes
+            // in the pin's round trip. An error result may be a refusal the
+            // turn reruns from: its row is written at the end, by whichever
+            // attempt answers.
+            self.write_run(&mut st, obs);
             // Hashed again only for a pin made at the seal (a result's
             // reply is otherwise hashed once, by the pin).
             let sealed = std::mem::take(&mut st.sealed_with);
@@ -307,9 +312,6 @@ impl Recorder {
             if st.pinned.is_none() {
                 self.pin(&mut st, obs);
             }
-            // An error result may be a refusal the turn reruns from: its
-            // row is written at the end, by whichever attempt answers.
-            self.write_run(&mut st, obs);
         }
         self.maybe_draining(&st);
         // The attempt's end is stored before the caller has the result (a
@@ -344,9 +346,10 @@ impl Recorder {
             );
             return;
         }
+        // The row first: queued on a shared store, it goes with the pin.
+        self.write_run(&mut st, obs);
         self.pin(&mut st, obs);
         st.sealed_with = identity::reply_hashes(obs);
-        self.write_run(&mut st, obs);
         self.store.lock().flush();
     }
 

@@ -58,6 +58,9 @@ impl Pg {
     }
 
     pub fn scan_of(&mut self, path: &str) -> Result<Option<String>> {
+        if let Some(known) = self.scans.get(path) {
+            return Ok(known.clone());
+        }
         let row = call!(self, "reading a session file's scan", |c| {
             c.q_opt("SELECT scan FROM scans WHERE path = $1", &[&path])
                 .await
@@ -67,6 +70,9 @@ impl Pg {
 
     /// Queued (see [`Pg::defer`]): a scan only saves the next one work.
     pub fn save_scan(&mut self, path: &str, scan: &str, now: i64) -> Result<()> {
+        if let Some(known) = self.scans.get_mut(path) {
+            *known = Some(scan.to_owned());
+        }
         self.defer(
             "saving a session file's scan",
             "INSERT INTO scans (path, scan, at) VALUES ($1, $2, $3)
@@ -74,5 +80,13 @@ impl Pg {
             vec![owned(path.to_owned()), owned(scan.to_owned()), owned(now)],
         );
         Ok(())
+    }
+
+    /// A turn will read `path`'s scan after its lease: read it then, in
+    /// the lease's round trip (see `lease`).
+    pub fn want_scan(&mut self, path: &str) {
+        if self.io.patience == super::conn::Patience::Turn && !self.scans.contains_key(path) {
+            self.scan_wanted = Some(path.to_owned());
+        }
     }
 }

@@ -134,9 +134,19 @@ impl Io {
             Ok(futures_util::future::join(writes, f).await)
         })?;
         for (w, r) in queued.iter().zip(written) {
-            if let Err(e) = r {
-                self.note_failure(&e);
-                crate::error!("store: {}: {}", w.what, describe(&e));
+            match r {
+                Err(e) => {
+                    self.note_failure(&e);
+                    crate::error!("store: {}: {}", w.what, describe(&e));
+                }
+                Ok(n) => match w.rows {
+                    Some(want) if want != n => crate::error!(
+                        "store: {}: {n} rows written, not {want} ({})",
+                        w.what,
+                        w.unlike
+                    ),
+                    _ => {}
+                },
             }
         }
         out.map_err(|e| self.failed(what, e))
@@ -193,6 +203,11 @@ pub(crate) struct Queued {
     what: &'static str,
     sql: &'static str,
     args: Vec<Box<dyn DynArg + Send>>,
+    /// The rows it must write, when another count is a failure (a
+    /// conditional write that found the condition false), and what that
+    /// failure means.
+    rows: Option<u64>,
+    unlike: String,
 }
 
 impl Queued {
@@ -229,6 +244,10 @@ pub struct Pg {
         std::collections::HashMap<String, Vec<crate::store::types::transcripts::Chunk>>,
     /// Writes waiting for the next round trip (a turn's only; see [`Queued`]).
     pub(super) queued: Vec<Queued>,
+    /// A session file's scan a turn will read: read with its lease, in that
+    /// round trip (`scan_wanted`), and kept (`scans`) with what it saves.
+    pub(super) scan_wanted: Option<String>,
+    pub(super) scans: std::collections::HashMap<String, Option<String>>,
 }
 
 /// Run `$body` (an async block using `$c: &Client`) as one bounded call,
@@ -265,7 +284,26 @@ impl Pg {
         sql: &'static str,
         args: Vec<Box<dyn DynArg + Send>>,
     ) {
-        self.queued.push(Queued { what, sql, args });
+        self.defer_expecting(what, sql, args, None, String::new());
+    }
+
+    /// As [`Pg::defer`], for a write that fails unless it writes `rows`
+    /// rows (`unlike`: what another count means, for the log).
+    pub(crate) fn defer_expecting(
+        &mut self,
+        what: &'static str,
+        sql: &'static str,
+        args: Vec<Box<dyn DynArg + Send>>,
+        rows: Option<u64>,
+        unlike: String,
+    ) {
+        self.queued.push(Queued {
+            what,
+            sql,
+            args,
+            rows,
+            unlike,
+        });
         if self.io.patience != Patience::Turn {
             self.flush();
         }

@@ -54,7 +54,21 @@ impl Pg {
         let prefetch = rowless_has_no_head
             && self.io.patience == super::conn::Patience::Turn
             && !self.manifests.contains_key(session);
+        let scan_path = match rowless_has_no_head {
+            true => self.scan_wanted.take(),
+            false => None,
+        };
+        let wanted = scan_path.as_deref();
         let answer = call!(self, "taking the lease", |c| {
+            let scan = async {
+                match wanted {
+                    Some(path) => c
+                        .q_opt("SELECT scan FROM scans WHERE path = $1", &[&path])
+                        .await
+                        .ok(),
+                    None => None,
+                }
+            };
             let manifest = async {
                 match prefetch {
                     true => c.q(MANIFEST, &[&session]).await.ok(),
@@ -96,10 +110,10 @@ impl Pg {
                 Ok((r.get::<_, String>(0), r.get::<_, Option<String>>(1)))
             };
             // `join` polls the lease first: its request goes out first.
-            let (lease, manifest) = futures_util::future::join(lease, manifest).await;
-            lease.map(|l| (l, manifest))
+            let (lease, manifest, scan) = futures_util::future::join3(lease, manifest, scan).await;
+            lease.map(|l| (l, manifest, scan))
         });
-        let ((verdict, stored_head), manifest) = match answer {
+        let ((verdict, stored_head), manifest, scan) = match answer {
             Ok(a) => a,
             Err(e) => {
                 // Should the lock have been taken before the row failed, it
@@ -118,6 +132,10 @@ impl Pg {
             "held-draining" => Some(Lease::Held { draining: true }),
             _ => Some(Lease::Held { draining: false }),
         };
+        // A scan is a cache of this host's file, whoever has the lease.
+        if let (Some(path), Some(row)) = (scan_path, scan) {
+            self.scans.insert(path, row.map(|r| r.get(0)));
+        }
         if lease == Some(Lease::Taken) {
             self.held.insert(session.to_owned());
             if let Some(rows) = manifest {

@@ -55,6 +55,8 @@ impl Pg {
             holder: format!("{host}:{}", std::process::id()),
             host,
             queued: Vec::new(),
+            scan_wanted: None,
+            scans: Default::default(),
         };
         match schema {
             Schema::AsIs => {}

@@ -1,6 +1,6 @@
 //! Pins, session heads and the prompts continuation by content keeps: as `store::{pins, prompts}`.
 
-use super::conn::{call, Pg, Typed};
+use super::conn::{call, owned, Pg, Typed};
 use crate::identity::{Chain, ConvKey, Node, PreambleHash, ReplyHash};
 use crate::store::types::pins::{Elsewhere, NewPin, Ownership, Pin};
 use anyhow::Result;
@@ -113,27 +113,27 @@ impl Pg {
         continues: Option<i64>,
     ) -> Result<()> {
         let per_scope = crate::store::types::prompts::PER_SCOPE;
-        call!(self, "keeping a prompt", |c| {
-            c.x(
-                "WITH k AS (UPDATE pins SET prompt = $2, replies = $3, continues = $4
-                            WHERE id = $1),
-                      g AS (UPDATE pins SET prompt = NULL, replies = NULL
-                            WHERE id = (SELECT continues FROM pins WHERE id = $4))
-                 UPDATE pins SET prompt = NULL, replies = NULL
-                 WHERE scope = $5 AND prompt IS NOT NULL AND id <= (
-                    SELECT id FROM pins WHERE scope = $5 AND prompt IS NOT NULL
-                    ORDER BY id DESC LIMIT 1 OFFSET $6)",
-                &[
-                    &pin,
-                    &prompt,
-                    &replies,
-                    &continues,
-                    &scope.as_str(),
-                    &per_scope,
-                ],
-            )
-            .await
-        })?;
+        // Queued (see [`Pg::defer`]): it goes with the turn's next
+        // statement, and before the turn ends (the next turn reads it).
+        self.defer(
+            "keeping a prompt",
+            "WITH k AS (UPDATE pins SET prompt = $2, replies = $3, continues = $4
+                        WHERE id = $1),
+                  g AS (UPDATE pins SET prompt = NULL, replies = NULL
+                        WHERE id = (SELECT continues FROM pins WHERE id = $4))
+             UPDATE pins SET prompt = NULL, replies = NULL
+             WHERE scope = $5 AND prompt IS NOT NULL AND id <= (
+                SELECT id FROM pins WHERE scope = $5 AND prompt IS NOT NULL
+                ORDER BY id DESC LIMIT 1 OFFSET $6)",
+            vec![
+                owned(pin),
+                owned(prompt.to_owned()),
+                owned(replies.to_owned()),
+                owned(continues),
+                owned(scope.as_str().to_owned()),
+                owned(per_scope),
+            ],
+        );
         Ok(())
     }
 

@@ -11,15 +11,35 @@ impl Pg {
     /// Queued (see [`Pg::defer`]): a turn logs its run after the caller has
     /// everything, and nothing waits for the row.
     pub fn log_run(&mut self, run: &Run<'_>, now: i64) -> Result<()> {
+        self.queue_run(None, run, now);
+        Ok(())
+    }
+
+    /// As [`Pg::log_run`], for its id (see `Store::begin_run`): the id is
+    /// made here, not by the server, so the row is queued like the other
+    /// writes (it goes with the turn's pin, in that round trip) instead of
+    /// costing one of its own while the caller waits for its result. Drawn
+    /// from above 2^62, where the table's sequence never gets; the row keeps
+    /// it only if the run never ends (`end_run` writes it anew).
+    pub fn begin_run(&mut self, run: &Run<'_>, now: i64) -> Result<i64> {
+        let id = (uuid::Uuid::new_v4().as_u64_pair().0 >> 2 | 1 << 62) as i64;
+        self.queue_run(Some(id), run, now);
+        Ok(id)
+    }
+
+    /// Queue a run's row: `id` given (a row written ahead), or the table's
+    /// next.
+    fn queue_run(&mut self, id: Option<i64>, run: &Run<'_>, now: i64) {
         let usage: Option<Usage> = run.spent.usage.map(|(u, _)| u);
         let n = |f: fn(&Usage) -> u64| usage.as_ref().map(|u| f(u) as i64);
         let text = |s: Option<&str>| s.map(str::to_owned);
         self.defer(
             "logging the run",
-            "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
+            "INSERT INTO runs (id, at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
                 cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
                 why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+             VALUES (COALESCE($20, nextval(pg_get_serial_sequence('runs', 'id'))),
+                     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
                      $16, $17, $18, $19)",
             vec![
                 owned(now),
@@ -41,62 +61,9 @@ impl Pg {
                 owned(text(run.conv_key)),
                 owned(run.engine.as_str().to_owned()),
                 owned(self.host.clone()),
+                owned(id),
             ],
         );
-        Ok(())
-    }
-
-    /// As [`Pg::log_run`], at once, for its id (see `Store::begin_run`).
-    pub fn begin_run(&mut self, run: &Run<'_>, now: i64) -> Result<i64> {
-        let usage: Option<Usage> = run.spent.usage.map(|(u, _)| u);
-        let n = |f: fn(&Usage) -> u64| usage.as_ref().map(|u| f(u) as i64);
-        let (input, write, read, output) = (
-            n(|u| u.input_tokens),
-            n(|u| u.cache_creation_input_tokens),
-            n(|u| u.cache_read_input_tokens),
-            n(|u| u.output_tokens),
-        );
-        let (cwd, kind, session) = (run.cwd, run.kind.as_str(), run.session);
-        let (bytes_in, bytes_sent) = (run.bytes_in as i64, run.bytes_sent as i64);
-        let usage_from = run.spent.usage.map(|(_, from)| from.as_str());
-        let (why_code, why, conv_key) = (run.why_code, run.why, run.conv_key);
-        let engine = run.engine.as_str();
-        let (cost, total, exit) = (run.spent.cost_usd, run.spent.total_cost_usd, run.exit);
-        let host = self.host.clone();
-        call!(self, "logging the run", |c| {
-            let row = c
-                .q_one(
-                    "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
-                        cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
-                        why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                             $16, $17, $18, $19)
-                     RETURNING id",
-                    &[
-                        &now,
-                        &cwd,
-                        &kind,
-                        &exit,
-                        &bytes_in,
-                        &bytes_sent,
-                        &input,
-                        &write,
-                        &read,
-                        &output,
-                        &cost,
-                        &session,
-                        &why_code,
-                        &why,
-                        &total,
-                        &usage_from,
-                        &conv_key,
-                        &engine,
-                        &host,
-                    ],
-                )
-                .await?;
-            Ok(row.get(0))
-        })
     }
 
     /// Queued: completes a row [`Pg::begin_run`] wrote (replaced by the

@@ -16,6 +16,14 @@ pub(super) fn chunk_of(r: &tokio_postgres::Row) -> Chunk {
     }
 }
 
+/// A chunk, inserted only where the stored transcript ends (two writers
+/// racing for the same end collide on the key).
+const APPEND: &str = "INSERT INTO transcript_chunks (session, start, len, sha256, data,
+        uploaded_at, host)
+     SELECT $1, $2, $3, $4, $5, $6, $7
+     WHERE (SELECT COALESCE(MAX(start + len), 0) FROM transcript_chunks
+            WHERE session = $1) = $2";
+
 /// Rows of a transcript chunk at most this big.
 const CHUNK_MAX: usize = 1 << 20;
 
@@ -72,6 +80,10 @@ impl Pg {
         data: &[u8],
         now: i64,
     ) -> Result<()> {
+        if self.io.patience == super::conn::Patience::Turn {
+            self.defer_append(session, start, data, now);
+            return Ok(());
+        }
         let host = self.host.clone();
         // One statement a chunk: inserted only where the stored transcript
         // ends (two writers racing for the same end collide on the key).
@@ -82,11 +94,7 @@ impl Pg {
             let host = &host;
             let wrote = call!(self, "uploading a transcript", |c| {
                 c.x(
-                    "INSERT INTO transcript_chunks (session, start, len, sha256, data,
-                         uploaded_at, host)
-                     SELECT $1, $2, $3, $4, $5, $6, $7
-                     WHERE (SELECT COALESCE(MAX(start + len), 0) FROM transcript_chunks
-                            WHERE session = $1) = $2",
+                    APPEND,
                     &[
                         &session,
                         &(at as i64),
@@ -120,5 +128,46 @@ impl Pg {
             at += piece.len() as u64;
         }
         Ok(())
+    }
+
+    /// A turn's upload, queued (see [`Pg::defer`]): it goes out with the
+    /// next statement, the lease's release after it, in one round trip (the
+    /// server runs them in order, so the lease goes after the upload). An
+    /// append that finds the stored end elsewhere writes nothing, and says
+    /// so in the log, as the direct call's failure would.
+    fn defer_append(&mut self, session: &str, start: u64, data: &[u8], now: i64) {
+        use super::conn::owned;
+        let mut at = start;
+        for piece in data.chunks(CHUNK_MAX) {
+            let sha = crate::store::types::transcripts::sha256(piece);
+            self.defer_expecting(
+                "uploading a transcript",
+                APPEND,
+                vec![
+                    owned(session.to_owned()),
+                    owned(at as i64),
+                    owned(piece.len() as i64),
+                    owned(sha.clone()),
+                    owned(piece.to_vec()),
+                    owned(now),
+                    owned(self.host.clone()),
+                ],
+                Some(1),
+                format!("the stored transcript of {session} does not end at byte {at}"),
+            );
+            // Kept as if written: a stale entry fails the next append (it is
+            // conditional), never misplaces it.
+            match self.manifests.get_mut(session) {
+                Some(known) if known.last().map_or(0, Chunk::end) == at => known.push(Chunk {
+                    start: at,
+                    len: piece.len() as u64,
+                    sha256: sha,
+                }),
+                _ => {
+                    self.manifests.remove(session);
+                }
+            }
+            at += piece.len() as u64;
+        }
     }
 }
