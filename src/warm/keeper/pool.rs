@@ -783,12 +783,16 @@ mod tests {
         p.give_back(a, true, None, None, None);
         p.start_ready("k".into(), &start("R2"));
         assert_eq!(ready(&p, "k"), MAX_READY);
-        // Five seconds apart: one is enough.
+        // Five seconds apart: one is enough; until the last comes half a
+        // second after the one before (the stream speeds up).
         let fake = Fake::default();
         let mut p = pool(&fake, 10, 1 << 40);
-        arrivals(&mut p, "k", 4, Duration::from_secs(5));
+        arrivals(&mut p, "k", 3, Duration::from_secs(5));
         p.start_ready("k".into(), &start("R"));
         assert_eq!(ready(&p, "k"), 1);
+        p.arrived("k", Instant::now() + Duration::from_millis(500));
+        p.start_ready("k".into(), &start("R2"));
+        assert_eq!(ready(&p, "k"), 3);
     }
 
     #[test]

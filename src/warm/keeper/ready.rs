@@ -8,7 +8,7 @@
 //!
 //! - Each new conversation asks for one (hit or miss): its arrival. Over the
 //!   scope's last [`ARRIVALS_KEPT`] arrivals within [`ARRIVALS_FOR`], the
-//!   mean gap says how many arrive while a ready CLI taken is replaced
+//!   mean gap (or the last, if shorter) says how many arrive while a ready CLI taken is replaced
 //!   ([`READY_LEAD`]): `ceil(READY_LEAD / gap)` are kept ready, at most
 //!   [`MAX_READY`] (a second apart: two; half a second: three; two or more
 //!   seconds: one). One arrival, or none lately: one.
@@ -96,8 +96,10 @@ impl Pool {
         }
     }
 
-    /// The mean gap between `key`'s recent new conversations; `None` for
-    /// fewer than two within [`ARRIVALS_FOR`].
+    /// The gap between `key`'s recent new conversations: the mean, or the
+    /// last if shorter (a stream that speeds up is met at once; a miss costs
+    /// a cold start, a ready CLI too many only memory for a minute). `None`
+    /// for fewer than two within [`ARRIVALS_FOR`].
     fn arrival_gap(&self, key: &str) -> Option<Duration> {
         let recent: Vec<Instant> = self
             .arrivals
@@ -108,7 +110,9 @@ impl Pool {
             .collect();
         let (first, last) = (recent.first()?, recent.last()?);
         let n = u32::try_from(recent.len()).ok()?.checked_sub(1)?;
-        (n > 0).then(|| last.saturating_duration_since(*first) / n)
+        let before_last = recent.get(recent.len().checked_sub(2)?)?;
+        let latest = last.saturating_duration_since(*before_last);
+        (n > 0).then(|| (last.saturating_duration_since(*first) / n).min(latest))
     }
 
     /// How many CLIs to keep ready for `key` (see the module's doc).
