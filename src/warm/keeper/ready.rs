@@ -151,9 +151,10 @@ impl Pool {
                 .filter(|e| e.ready && e.key == key && e.state == State::Idle)
                 .count();
             // More than one only while no turn runs: a start takes a core
-            // for most of a second, and one overlapping turns slows them
-            // (measured at gaps of 0.25 s: turn 1 +540 ms against one at a
-            // time), while those started in a burst come too late for it.
+            // for most of a second and slows the turns it overlaps, while
+            // those started amid a burst come too late for it (new
+            // conversations 0.25 s apart at load 9: turn 1 1.65 s against
+            // main's 1.10; one at a time while turns run, 1.35 against 1.39).
             let turning = self
                 .entries
                 .values()
