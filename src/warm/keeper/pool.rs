@@ -10,7 +10,7 @@ use super::spawn::Spawn;
 use crate::store::pins::Lease;
 use crate::store::Store;
 use crate::warm::protocol::{Live, LiveState, Miss, Reply, Request, Room, Status};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
@@ -25,9 +25,9 @@ pub struct Pool {
     store: Option<Store>,
     /// No more lending: a new shim build or a stop.
     pub draining: bool,
-    /// Per scope (`key`), when its latest new conversations arrived: how
-    /// many CLIs to keep ready (`ready`).
-    pub(super) arrivals: HashMap<String, super::ready::Arrivals>,
+    /// Per scope (`key`), when its latest new conversations arrived (first
+    /// first): how many CLIs to keep ready (`ready`).
+    pub(super) arrivals: HashMap<String, VecDeque<Instant>>,
 }
 
 /// What the pool does for a turn.

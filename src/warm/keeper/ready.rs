@@ -34,11 +34,7 @@ use super::config::{
 use super::entry::{Entry, State};
 use super::pool::Pool;
 use crate::warm::protocol::Start;
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-
-/// When a scope's latest new conversations arrived, first first.
-pub type Arrivals = VecDeque<Instant>;
 
 impl Pool {
     /// Reserve a CLI ready for `key`, if one is (and young enough): its
