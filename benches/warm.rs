@@ -8,7 +8,11 @@
 //!
 //! Then the same with a 1 MiB document pasted into turn 1 (`BENCH_BIG_KIB`; 0: skip).
 //!
-//! `cargo bench --bench warm` (`BENCH_TURNS`, default 10; `BENCH_ROUNDS`, default 3).
+//! Then new conversations arriving 0.25 to 5 s apart (see [`Gaps`]): their turn 1
+//! against the floor's first message, and how many found a ready CLI.
+//!
+//! `cargo bench --bench warm` (`BENCH_TURNS`, default 10; `BENCH_ROUNDS`, default 3;
+//! `BENCH_ARRIVALS_ONLY=1`: the floor and the arrival gaps alone).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -182,9 +186,71 @@ fn first_turns(conversations: usize) -> (Vec<f64>, usize) {
     (times, ready)
 }
 
-/// End the sandbox's live CLIs and its keeper.
+/// New conversations arriving `gap` apart, as a batch job or a busy proxy
+/// sends them: a conversation of three turns, then five new ones, each sent
+/// `gap` after the one before (whether or not that one is done: at short
+/// gaps they overlap), through the shim with its default pool bounds.
+/// `shim`: another build to run instead of this one (the sandbox's `claude`
+/// and `claude-shim` point to it). Returns the five turn-1 times and how many
+/// of them ran in a ready CLI.
+fn arrivals(gap: Duration, shim: Option<&std::path::Path>) -> (Vec<f64>, usize) {
+    let server = ApiServer::start();
+    let sb = Sandbox::real(&server);
+    if let Some(shim) = shim {
+        for link in [sb.claude.clone(), sb.tools.join("claude-shim")] {
+            std::fs::remove_file(&link).expect("unlink the shim");
+            std::os::unix::fs::symlink(shim, &link).expect("link the compared shim");
+        }
+    }
+    let mut history: Vec<(String, String)> = Vec::new();
+    for k in 1..=3 {
+        let msg = format!("message {k}");
+        let prompt = labels(&history, &msg, "Human", "\n\n");
+        let out = run(sb.shimmed(["-p"]), prompt.as_bytes());
+        assert!(out.status.success(), "{}", describe(&out));
+        history.push((msg, text_reply(&out.stdout)));
+    }
+    // As a client's next request follows its last reply.
+    std::thread::sleep(gap);
+    let begin = Instant::now();
+    let sent: Vec<_> = (0..5u32)
+        .map(|i| {
+            let prompt = labels(&[], &format!("conversation {i}"), "Human", "\n\n");
+            let cmd = sb.shimmed(["-p"]);
+            let at = begin + gap * i;
+            std::thread::spawn(move || {
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                let start = Instant::now();
+                let out = run(cmd, prompt.as_bytes());
+                let took = ms(start.elapsed());
+                assert!(out.status.success(), "{}", describe(&out));
+                took
+            })
+        })
+        .collect();
+    let times = sent
+        .into_iter()
+        .map(|t| t.join().expect("a conversation"))
+        .collect();
+    let ready = support::store::run_rows(&sb.shim_home)
+        .iter()
+        .filter(|r| r.engine == "ready")
+        .count();
+    stop_keeper(&sb);
+    (times, ready)
+}
+
+/// The 1-minute load average.
+fn load() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// End the sandbox's live CLIs and its keeper (with the sandbox's own build).
 fn stop_keeper(sb: &Sandbox) {
-    let mut stop = Command::new(support::shim_exe());
+    let mut stop = Command::new(sb.tools.join("claude-shim"));
     stop.args(["warm", "stop"])
         .env_clear()
         .env("HOME", &sb.home)
@@ -242,7 +308,16 @@ fn main() {
     ];
     let mut memory = None;
     let (mut new_firsts, mut ready, mut new_total) = (Vec::new(), 0, 0);
+    // `BENCH_ARRIVALS_ONLY=1`: the floor and the arrival gaps alone.
+    let only_arrivals = env_or("BENCH_ARRIVALS_ONLY", 0) == 1;
+    let mut gaps = Gaps::from_env(rounds);
     for _ in 0..rounds {
+        if only_arrivals {
+            let t = floor(turns, "");
+            rows[0].1.push(t[0]);
+            rows[0].2.extend_from_slice(&t[1..]);
+            continue;
+        }
         let (t, r) = first_turns(turns.min(5));
         new_total += t.len();
         new_firsts.extend(t);
@@ -263,8 +338,16 @@ fn main() {
             row.2.extend_from_slice(&t[1..]);
         }
     }
+    gaps.measure();
     let floor = median(rows[0].1.clone());
     let floor_next = median(rows[0].2.clone());
+    if only_arrivals {
+        println!(
+            "the floor (one live CLI started ahead, a line per turn): turn 1 {floor:.0} ms, turns 2..N {floor_next:.0} ms"
+        );
+        gaps.print(floor);
+        return;
+    }
     println!("per-turn wall time, median; {turns} turns x {rounds} rounds, the ways interleaved");
     println!("{:<84} {:>10} {:>14}", "way", "turn 1", "turns 2..N");
     for (name, first, rest) in rows {
@@ -291,7 +374,98 @@ fn main() {
             keeper as f64 / (1 << 20) as f64
         );
     }
+    gaps.print(floor);
     big_transcripts(turns.min(6), rounds);
+}
+
+/// New conversations at each arrival gap (`BENCH_GAPS`, seconds, default
+/// `0.25,0.5,1,2,5`; `BENCH_ARRIVAL_ROUNDS` rounds, default `BENCH_ROUNDS`),
+/// this build and, with `BENCH_COMPARE_SHIM=<another build's claude-shim>`,
+/// that one beside it, interleaved.
+struct Gaps {
+    gaps: Vec<f64>,
+    rounds: usize,
+    compare: Option<std::path::PathBuf>,
+    /// Per gap, per build: the turn-1 times, and how many ran ready.
+    got: Vec<[(Vec<f64>, usize); 2]>,
+    /// The load average (1 min) as each measurement began.
+    loads: Vec<f64>,
+}
+
+impl Gaps {
+    fn from_env(rounds: usize) -> Gaps {
+        let gaps: Vec<f64> = std::env::var("BENCH_GAPS")
+            .unwrap_or_else(|_| "0.25,0.5,1,2,5".into())
+            .split(',')
+            .filter_map(|g| g.trim().parse().ok())
+            .collect();
+        Gaps {
+            got: vec![Default::default(); gaps.len()],
+            gaps,
+            rounds: env_or("BENCH_ARRIVAL_ROUNDS", rounds),
+            compare: std::env::var_os("BENCH_COMPARE_SHIM").map(Into::into),
+            loads: Vec::new(),
+        }
+    }
+
+    fn measure(&mut self) {
+        for _ in 0..self.rounds {
+            for (i, &gap) in self.gaps.iter().enumerate() {
+                let builds = [None, self.compare.as_deref()];
+                for (b, shim) in builds.iter().enumerate() {
+                    if b == 1 && shim.is_none() {
+                        continue;
+                    }
+                    self.loads.push(load());
+                    let (t, r) = arrivals(Duration::from_secs_f64(gap), *shim);
+                    self.got[i][b].0.extend(t);
+                    self.got[i][b].1 += r;
+                }
+            }
+        }
+    }
+
+    fn print(&self, floor: f64) {
+        if self.gaps.is_empty() || self.rounds == 0 {
+            return;
+        }
+        let (lo, hi) = self
+            .loads
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), &l| (lo.min(l), hi.max(l)));
+        let mean = self.loads.iter().sum::<f64>() / self.loads.len() as f64;
+        println!(
+            "\nnew conversations arriving a gap apart after a conversation of 3 turns: 5 per gap x {} rounds, default pool; turn 1, median",
+            self.rounds
+        );
+        println!(
+            "goal: turn 1 <= the floor's first message + 30 ms ({:.0} ms); load average (1 min) {mean:.2} (from {lo:.2} to {hi:.2})",
+            floor + 30.0
+        );
+        let builds = match &self.compare {
+            Some(other) => vec!["this build", other.to_str().unwrap_or("compared")],
+            None => vec!["this build"],
+        };
+        for (b, name) in builds.iter().enumerate() {
+            println!("{name}:");
+            println!(
+                "{:>8} {:>10} {:>12} {:>10}",
+                "gap", "turn 1", "over floor", "ready"
+            );
+            for (i, gap) in self.gaps.iter().enumerate() {
+                let (t, ready) = &self.got[i][b];
+                let m = median(t.clone());
+                println!(
+                    "{:>6.2} s {m:>8.0}ms {:>+9.0} ms {:>5} of {:<3} {}",
+                    gap,
+                    m - floor,
+                    ready,
+                    t.len(),
+                    if m <= floor + 30.0 { "goal met" } else { "" }
+                );
+            }
+        }
+    }
 }
 
 /// The same ways with a document pasted into turn 1 (`BENCH_BIG_KIB`,

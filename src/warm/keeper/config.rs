@@ -56,6 +56,20 @@ pub struct Limits {
 /// for before it costs much.
 pub const READY_FOR: Duration = Duration::from_secs(60);
 
+/// How many of a scope's latest new conversations its arrival rate is taken
+/// over, and how long one counts: older ones are no stream any more.
+pub const ARRIVALS_KEPT: usize = 4;
+pub const ARRIVALS_FOR: Duration = Duration::from_secs(30);
+
+/// How long a new conversation's ready CLI takes to be replaced: the
+/// conversation's turn (~0.2 s), after which the next is started, and that
+/// one's start (0.4 s on a quiet 2-core machine, about 1 s at load 2). New
+/// conversations that arrive within it need a CLI started earlier.
+pub const READY_LEAD: Duration = Duration::from_millis(1500);
+
+/// The most CLIs kept ready for one scope (within the pool's bounds).
+pub const MAX_READY: usize = 3;
+
 /// What a live CLI holds (measured on 2.1.330: ~215 MiB after ten turns).
 pub const TYPICAL_RSS: u64 = 256 << 20;
 /// Free memory left to the machine: below it no live process is started,

@@ -10,7 +10,7 @@ use super::spawn::Spawn;
 use crate::store::pins::Lease;
 use crate::store::Store;
 use crate::warm::protocol::{Live, LiveState, Miss, Reply, Request, Room, Status};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
@@ -25,6 +25,9 @@ pub struct Pool {
     store: Option<Store>,
     /// No more lending: a new shim build or a stop.
     pub draining: bool,
+    /// Per scope (`key`), when its latest new conversations arrived (first
+    /// first): how many CLIs to keep ready (`ready`).
+    pub(super) arrivals: HashMap<String, VecDeque<Instant>>,
 }
 
 /// What the pool does for a turn.
@@ -78,6 +81,7 @@ impl Pool {
             spawner,
             store,
             draining: false,
+            arrivals: HashMap::new(),
         }
     }
 
@@ -344,11 +348,12 @@ impl Pool {
     }
 
     /// The idle CLI to end first: a ready one nobody came for, else the one
-    /// used longest ago.
+    /// used longest ago. Not one already waiting for its session's lease to
+    /// end: asked again, it would still be idle (and `make_room` would loop).
     fn least_recently_used(&self) -> Option<u64> {
         self.entries
             .iter()
-            .filter(|(_, e)| e.state == State::Idle)
+            .filter(|(_, e)| e.state == State::Idle && !e.want_stop)
             .min_by_key(|(_, e)| (!e.ready, e.last_used))
             .map(|(k, _)| *k)
     }
@@ -546,6 +551,7 @@ impl Pool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::config::MAX_READY;
     use super::super::fake::{start, turn, Fake};
     use super::*;
     use std::time::Duration;
@@ -733,6 +739,125 @@ mod tests {
         assert_eq!(p.reserve_ready("k2"), None);
         p.expire();
         assert!(stopping(&p, id) && fake.kid("R2").killed());
+    }
+
+    /// `key`'s new conversations: `n` arrived `gap` apart, the last just now.
+    fn arrivals(p: &mut Pool, key: &str, n: u32, gap: Duration) {
+        let now = Instant::now();
+        for i in (0..n).rev() {
+            p.arrived(key, now - gap * i);
+        }
+    }
+
+    /// How many CLIs wait ready for `key`.
+    fn ready(p: &Pool, key: &str) -> usize {
+        p.entries
+            .values()
+            .filter(|e| e.ready && e.key == key && e.state == State::Idle)
+            .count()
+    }
+
+    #[test]
+    fn as_many_clis_are_kept_ready_as_new_conversations_arrive_for() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 10, 1 << 40);
+        // No stream of arrivals: one.
+        p.start_ready("k".into(), &start("R"));
+        assert_eq!(ready(&p, "k"), 1);
+        // A second apart: one more arrives before a CLI started now is.
+        arrivals(&mut p, "k", 3, Duration::from_secs(1));
+        p.start_ready("k".into(), &start("R2"));
+        assert_eq!(ready(&p, "k"), 2);
+        // Four a second: bounded.
+        arrivals(&mut p, "k", 4, Duration::from_millis(250));
+        p.start_ready("k".into(), &start("R3"));
+        assert_eq!(ready(&p, "k"), MAX_READY);
+        // While a turn runs, no more than one (a start competes with it
+        // for the cores); once none runs, as many as wanted.
+        let fake = Fake::default();
+        let mut p = pool(&fake, 10, 1 << 40);
+        let (a, _) = lend(&mut p, 1, "A");
+        arrivals(&mut p, "k", 4, Duration::from_millis(250));
+        p.start_ready("k".into(), &start("R"));
+        assert_eq!(ready(&p, "k"), 1);
+        p.give_back(a, true, None, None, None);
+        p.start_ready("k".into(), &start("R2"));
+        assert_eq!(ready(&p, "k"), MAX_READY);
+        // Five seconds apart: one is enough; until the last comes half a
+        // second after the one before (the stream speeds up).
+        let fake = Fake::default();
+        let mut p = pool(&fake, 10, 1 << 40);
+        arrivals(&mut p, "k", 3, Duration::from_secs(5));
+        p.start_ready("k".into(), &start("R"));
+        assert_eq!(ready(&p, "k"), 1);
+        p.arrived("k", Instant::now() + Duration::from_millis(500));
+        p.start_ready("k".into(), &start("R2"));
+        assert_eq!(ready(&p, "k"), 3);
+    }
+
+    #[test]
+    fn every_new_conversation_is_an_arrival_hit_or_miss() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 10, 1 << 40);
+        assert_eq!(p.reserve_ready("k"), None);
+        assert_eq!(p.reserve_ready("k"), None);
+        // Two in a moment: as many as a scope may have, each for a
+        // conversation of its own.
+        p.start_ready("k".into(), &start("R"));
+        assert_eq!(ready(&p, "k"), MAX_READY);
+        let sessions: std::collections::HashSet<&str> =
+            p.entries.values().map(|e| e.session.as_str()).collect();
+        assert_eq!(sessions.len(), MAX_READY);
+        assert!(sessions.contains("R"));
+    }
+
+    #[test]
+    fn a_new_conversation_takes_the_ready_cli_started_first() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 10, 1 << 40);
+        arrivals(&mut p, "k", 3, Duration::from_millis(500));
+        p.start_ready("k".into(), &start("R"));
+        assert_eq!(ready(&p, "k"), 3);
+        // Whichever started first has had the longest to start.
+        let e = p.entries.values_mut().nth(1).unwrap();
+        e.started -= Duration::from_millis(300);
+        let first = e.session.clone();
+        assert_eq!(p.reserve_ready("k"), Some(first));
+        assert_eq!(ready(&p, "k"), 2);
+    }
+
+    #[test]
+    fn arrivals_end_a_long_idle_conversations_cli_for_a_ready_one() {
+        let fake = Fake::default();
+        let mut p = pool(&fake, 2, 1 << 40);
+        let a = served(&mut p, "A");
+        let b = served(&mut p, "B");
+        // No stream of new conversations: a full pool starts none.
+        p.start_ready("k".into(), &start("R1"));
+        assert_eq!(fake.kids().len(), 2);
+        // A second apart, A and B used just now: they may be back first.
+        arrivals(&mut p, "k", 3, Duration::from_secs(1));
+        p.start_ready("k".into(), &start("R2"));
+        assert_eq!(fake.kids().len(), 2);
+        assert!(!stopping(&p, a) && !stopping(&p, b));
+        // A idle 3 s, B 1.5 s: the first ready CLI is worth more than A's
+        // (its conversation comes within a gap); a second, waiting two
+        // gaps, not more than B's.
+        p.entries.get_mut(&a).unwrap().last_used -= Duration::from_secs(3);
+        p.entries.get_mut(&b).unwrap().last_used -= Duration::from_millis(1500);
+        p.start_ready("k".into(), &start("R3"));
+        assert!(stopping(&p, a) && fake.kid("A").killed());
+        assert!(!stopping(&p, b));
+        assert_eq!(ready(&p, "k"), 1);
+        // A lent CLI is never ended for one, however long ago it was used.
+        p.reap();
+        let (lent, _) = lend(&mut p, 5, "B");
+        p.entries.get_mut(&lent).unwrap().last_used -= Duration::from_secs(60);
+        arrivals(&mut p, "k", 4, Duration::from_millis(250));
+        p.start_ready("k".into(), &start("R4"));
+        assert_eq!(state(&p, lent), Some(State::Lent(5)));
+        assert!(!fake.kid("B").killed());
+        assert_eq!(ready(&p, "k"), 1);
     }
 
     #[test]
