@@ -14,7 +14,8 @@
 //! warm p95 <= floor p50 + 30 ms, with the load average. `BENCH_WARM_SPIKES=1` runs only
 //! that, the two ways interleaved (`BENCH_TURNS` default 26, `BENCH_ROUNDS` default 5:
 //! 125 warm turns); `BENCH_WARM_LOG=FILE` gives the warm way's shim `CLAUDE_SHIM_LOG=FILE`
-//! and appends each turn's start (Unix seconds) and wall time to `FILE.turns`.
+//! and appends each turn's start (Unix seconds) and wall time to `FILE.turns`;
+//! `BENCH_WARM_ENV=K=V,…` sets variables for the warm way's shim.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -138,6 +139,13 @@ fn replay(way: Replay, turns: usize, doc: &str) -> (Vec<f64>, Option<(u64, u64)>
         .filter(|_| way == Replay::ShimWarm);
     if let Some(log) = &log {
         sb.set_env("CLAUDE_SHIM_LOG", log);
+    }
+    if way == Replay::ShimWarm {
+        // `BENCH_WARM_ENV=K=V,…`: settings of the warm way's shim, to compare.
+        let extra = std::env::var("BENCH_WARM_ENV").unwrap_or_default();
+        for (k, v) in extra.split(',').filter_map(|kv| kv.split_once('=')) {
+            sb.set_env(k, v);
+        }
     }
     let mut history: Vec<(String, String)> = Vec::new();
     let mut times = Vec::new();
