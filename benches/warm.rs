@@ -13,6 +13,13 @@
 //!
 //! `cargo bench --bench warm` (`BENCH_TURNS`, default 10; `BENCH_ROUNDS`, default 3;
 //! `BENCH_ARRIVALS_ONLY=1`: the floor and the arrival gaps alone).
+//!
+//! Spikes: the floor's and the warm way's p50/p95/max of turns 2..N, against the goal
+//! warm p95 <= floor p50 + 30 ms, with the load average. `BENCH_WARM_SPIKES=1` runs only
+//! that, the two ways interleaved (`BENCH_TURNS` default 26, `BENCH_ROUNDS` default 5:
+//! 125 warm turns); `BENCH_WARM_LOG=FILE` gives the warm way's shim `CLAUDE_SHIM_LOG=FILE`
+//! and appends each turn's start (Unix seconds) and wall time to `FILE.turns`;
+//! `BENCH_WARM_ENV=K=V,…` sets variables for the warm way's shim.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -22,7 +29,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::clients::{labels, text_reply};
-use support::figures::{env_or, median};
+use support::figures::{env_or, load_average, median, quantile};
 use support::{describe, run, ApiServer, Sandbox};
 
 fn ms(d: Duration) -> f64 {
@@ -131,6 +138,19 @@ fn replay(way: Replay, turns: usize, doc: &str) -> (Vec<f64>, Option<(u64, u64)>
     if way == Replay::ShimCold {
         sb.set_env("CLAUDE_SHIM_WARM", "0");
     }
+    let log = std::env::var("BENCH_WARM_LOG")
+        .ok()
+        .filter(|_| way == Replay::ShimWarm);
+    if let Some(log) = &log {
+        sb.set_env("CLAUDE_SHIM_LOG", log);
+    }
+    if way == Replay::ShimWarm {
+        // `BENCH_WARM_ENV=K=V,…`: settings of the warm way's shim, to compare.
+        let extra = std::env::var("BENCH_WARM_ENV").unwrap_or_default();
+        for (k, v) in extra.split(',').filter_map(|kv| kv.split_once('=')) {
+            sb.set_env(k, v);
+        }
+    }
     let mut history: Vec<(String, String)> = Vec::new();
     let mut times = Vec::new();
     for k in 1..=turns {
@@ -140,9 +160,19 @@ fn replay(way: Replay, turns: usize, doc: &str) -> (Vec<f64>, Option<(u64, u64)>
             Replay::Direct => sb.direct(["-p"]),
             _ => sb.shimmed(["-p"]),
         };
-        let start = Instant::now();
+        let (start, at) = (Instant::now(), std::time::SystemTime::now());
         let out = run(cmd, prompt.as_bytes());
         times.push(ms(start.elapsed()));
+        if let Some(log) = &log {
+            let at = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(format!("{log}.turns"))
+                .expect("turns log");
+            let line = format!("{k} {:.6} {:.1}", at.as_secs_f64(), times[k - 1]);
+            writeln!(f, "{line}").expect("turns log");
+        }
         assert!(out.status.success(), "{}", describe(&out));
         history.push((msg, text_reply(&out.stdout)));
     }
@@ -280,7 +310,59 @@ fn warm_memory(sb: &Sandbox) -> Option<(u64, u64)> {
     Some((live, kb * 1024))
 }
 
+/// p50/p95/max of a way's turns 2..N beside the floor's, and the goal warm
+/// p95 <= floor p50 + 30 ms.
+fn spikes(floor: &[f64], warm: &[f64], load_before: &str) {
+    println!(
+        "\nspikes: turns 2..N, {} warm turns; load average {load_before} before, {} after",
+        warm.len(),
+        load_average()
+    );
+    println!(
+        "{:<40} {:>8} {:>8} {:>8} {:>22}",
+        "way", "p50", "p95", "max", "turns > floor p50 + 30"
+    );
+    let line = median(floor.to_vec()) + 30.0;
+    for (name, t) in [
+        ("one live CLI, a line per turn (the floor)", floor),
+        ("through the shim, warm", warm),
+    ] {
+        let over = t.iter().filter(|&&x| x > line).count();
+        println!(
+            "{name:<40} {:>6.0}ms {:>6.0}ms {:>6.0}ms {:>14} of {:<4}",
+            median(t.to_vec()),
+            quantile(t.to_vec(), 0.95),
+            quantile(t.to_vec(), 1.0),
+            over,
+            t.len()
+        );
+    }
+    let p95 = quantile(warm.to_vec(), 0.95);
+    println!(
+        "goal: warm p95 <= floor p50 + 30 ms = {line:.0} ms; measured {p95:.0} ms: {}",
+        if p95 <= line { "met" } else { "missed" }
+    );
+}
+
+/// Only the floor and the warm way, interleaved, enough turns for a p95.
+fn spikes_only() {
+    let turns = env_or("BENCH_TURNS", 26);
+    let rounds = env_or("BENCH_ROUNDS", 5);
+    let load = load_average();
+    let (mut fl, mut wa) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        fl.extend_from_slice(&floor(turns, "")[1..]);
+        wa.extend_from_slice(&replay(Replay::ShimWarm, turns, "").0[1..]);
+    }
+    println!("{turns} turns x {rounds} rounds, the floor and the warm way interleaved");
+    spikes(&fl, &wa, &load);
+}
+
 fn main() {
+    if env_or("BENCH_WARM_SPIKES", 0) == 1 {
+        return spikes_only();
+    }
+    let load = load_average();
     let turns = env_or("BENCH_TURNS", 10);
     let rounds = env_or("BENCH_ROUNDS", 3);
     let mut rows: Vec<(&str, Vec<f64>, Vec<f64>)> = vec![
@@ -348,6 +430,7 @@ fn main() {
         gaps.print(floor);
         return;
     }
+    let (floor_rest, warm_rest) = (rows[0].2.clone(), rows[4].2.clone());
     println!("per-turn wall time, median; {turns} turns x {rounds} rounds, the ways interleaved");
     println!("{:<84} {:>10} {:>14}", "way", "turn 1", "turns 2..N");
     for (name, first, rest) in rows {
@@ -367,6 +450,7 @@ fn main() {
         first - floor,
         first - floor_next
     );
+    spikes(&floor_rest, &warm_rest, &load);
     if let Some((live, keeper)) = memory {
         println!(
             "memory: a live CLI {:.0} MiB resident after {turns} turns; the keeper {:.1} MiB",

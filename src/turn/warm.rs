@@ -539,7 +539,15 @@ impl Warm {
                 .flatten()
                 .map(|args| Box::new(self.start(ctx, args))),
         };
-        let lent = match self.keeper().map(|k| k.turn(&req)) {
+        // Not connected yet (the usual warm turn): the turn goes with the hello.
+        let asked = match self.keeper.as_mut() {
+            Some(k) => Some(k.turn(&req)),
+            None => Keeper::connect_for_turn(&self.data_dir, &req).map(|(k, lent)| {
+                self.keeper = Some(k);
+                lent
+            }),
+        };
+        let lent = match asked {
             Some(Ok(lent)) => lent,
             Some(Err(why)) => {
                 debug!("warm: cold, because {why}");

@@ -33,6 +33,13 @@ static SILENT: AtomicBool = AtomicBool::new(false);
 pub struct Keeper {
     stream: UnixStream,
     buf: Vec<u8>,
+    /// Replies to requests not waited for (a turn's `Done`): read before
+    /// the next call's own.
+    owed: usize,
+    /// Descriptors read with the hello's answer: the pipes of the answer
+    /// behind it (a read may take in both answers, and the descriptors
+    /// come with the first).
+    ahead: Vec<std::os::fd::OwnedFd>,
 }
 
 /// A live process lent for one turn: its pid and pipes.
@@ -73,13 +80,38 @@ impl Keeper {
         Some(k)
     }
 
+    /// The keeper of `dir` (one is started when none answers), asked for a
+    /// live process for a turn in the same breath as it is greeted: the
+    /// keeper, woken once, reads both (on a busy machine each wake-up took
+    /// up to tens of milliseconds). Another build drains on the hello, so
+    /// it lends nothing: its answer to the turn is a miss.
+    pub fn connect_for_turn(
+        dir: &DataDir,
+        req: &Request,
+    ) -> Option<(Keeper, Result<Lent, NotLent>)> {
+        let mut k = Keeper::greeted(dir, true, HELLO_WAIT, Some(req))?;
+        k.wait(REPLY_WAIT);
+        let lent = k.lent();
+        Some((k, lent))
+    }
+
     /// As [`connect`](Self::connect), the hello bounded by `wait` (and
     /// every call after it, until [`wait`](Self::wait) says otherwise).
     fn connect_within(dir: &DataDir, start: bool, wait: Duration) -> Option<Keeper> {
+        Keeper::greeted(dir, start, wait, None)
+    }
+
+    /// A keeper of our build that said hello within `wait`; `then`: a
+    /// request sent right behind the hello, its answer still to be read.
+    fn greeted(
+        dir: &DataDir,
+        start: bool,
+        wait: Duration,
+        then: Option<&Request>,
+    ) -> Option<Keeper> {
         let mut k = Keeper::reach(dir, start, wait)?;
-        match k.call(&Request::Hello {
-            build: protocol::build_id(),
-        }) {
+        let said = k.greet(then);
+        match said {
             Ok(Reply::Hello { build, .. }) if build == protocol::build_id() => Some(k),
             Ok(_) => {
                 crate::debug!("warm: the keeper is another build (draining)");
@@ -128,10 +160,26 @@ impl Keeper {
         }
     }
 
+    /// Say hello (and `then`, right behind it): the answer to the hello.
+    fn greet(&mut self, then: Option<&Request>) -> std::io::Result<Reply> {
+        let hello = Request::Hello {
+            build: protocol::build_id(),
+        };
+        protocol::send(&self.stream, &hello, &[])?;
+        if let Some(req) = then {
+            protocol::send(&self.stream, req, &[])?;
+        }
+        let (reply, fds) = protocol::recv(&self.stream, &mut self.buf)?;
+        self.ahead = fds;
+        Ok(reply)
+    }
+
     fn new(stream: UnixStream, wait: Duration) -> Keeper {
         let mut k = Keeper {
             stream,
             buf: Vec::new(),
+            owed: 0,
+            ahead: Vec::new(),
         };
         k.wait(wait);
         k
@@ -149,13 +197,34 @@ impl Keeper {
     }
 
     fn call_fds(&mut self, req: &Request) -> std::io::Result<(Reply, Vec<std::os::fd::OwnedFd>)> {
+        while self.owed > 0 {
+            protocol::recv::<Reply>(&self.stream, &mut self.buf)?;
+            self.owed -= 1;
+        }
         protocol::send(&self.stream, req, &[])?;
         protocol::recv(&self.stream, &mut self.buf)
     }
 
     /// A live process for this turn, or why not.
     pub fn turn(&mut self, req: &Request) -> Result<Lent, NotLent> {
-        match self.call_fds(req) {
+        let answer = self.call_fds(req);
+        Self::lending(answer)
+    }
+
+    /// The answer to a turn sent behind the hello.
+    fn lent(&mut self) -> Result<Lent, NotLent> {
+        let mut ahead = std::mem::take(&mut self.ahead);
+        let answer = protocol::recv(&self.stream, &mut self.buf).map(|(reply, fds)| {
+            ahead.extend(fds);
+            (reply, ahead)
+        });
+        Self::lending(answer)
+    }
+
+    fn lending(
+        answer: std::io::Result<(Reply, Vec<std::os::fd::OwnedFd>)>,
+    ) -> Result<Lent, NotLent> {
+        match answer {
             Ok((
                 Reply::Lent {
                     pid,
@@ -188,6 +257,10 @@ impl Keeper {
     }
 
     /// The lent process finished its turn; `key`: what it has taken in now.
+    /// Not waited for: waking a keeper on a busy machine took up to tens of
+    /// milliseconds, and nothing of the turn depends on the answer. The
+    /// keeper reads it before this connection's end, and before a later
+    /// connection's turn (`keeper::server`); a later call here reads it first.
     pub fn done(
         &mut self,
         healthy: bool,
@@ -195,12 +268,15 @@ impl Keeper {
         key: Option<String>,
         file_size: Option<u64>,
     ) {
-        let _ = self.call(&Request::Done {
+        let done = Request::Done {
             healthy,
             head,
             file_size,
             key,
-        });
+        };
+        if protocol::send(&self.stream, &done, &[]).is_ok() {
+            self.owed += 1;
+        }
     }
 
     /// How the lent process ended (it ended mid-turn); `None`: unknown.
@@ -417,5 +493,37 @@ fn said_ready(ready: &std::os::fd::OwnedFd, wait: Duration) -> bool {
             Err(nix::errno::Errno::EINTR) if !left.is_zero() => continue,
             _ => return false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    /// The keeper's two answers, hello's and the turn's with its pipes, read
+    /// in one go: the pipes still go with the turn's.
+    #[test]
+    fn a_turn_sent_behind_the_hello_gets_its_pipes() {
+        let (ours, keeper) = UnixStream::pair().unwrap();
+        let mut k = Keeper::new(ours, Duration::from_secs(5));
+        let hello = Reply::Hello {
+            build: protocol::build_id(),
+            pid: 1,
+        };
+        let lent = Reply::Lent {
+            pid: 2,
+            fresh: false,
+            turns: 1,
+            began_fresh: false,
+        };
+        let pipes: Vec<File> = (0..3).map(|_| File::open("/dev/null").unwrap()).collect();
+        let fds: Vec<i32> = pipes.iter().map(|f| f.as_raw_fd()).collect();
+        protocol::send(&keeper, &hello, &[]).unwrap();
+        protocol::send(&keeper, &lent, &fds).unwrap();
+        let turn = Request::Ended;
+        assert!(matches!(k.greet(Some(&turn)).unwrap(), Reply::Hello { .. }));
+        let got = k.lent().map(|l| (l.pid, l.turns));
+        assert!(matches!(got, Ok((2, 1))), "{:?}", got.err());
     }
 }

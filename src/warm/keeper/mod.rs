@@ -17,8 +17,10 @@
 //! count and memory, expiry, reaping) and `ready`, those started ahead of a
 //! new conversation, all started through `spawn`'s small trait (a fake in
 //! their tests); `entry`, one CLI; `store_pool`, readied store connections;
-//! `config`, the settings and bounds.
+//! `checkpoint`, the store's WAL folded between turns; `config`, the
+//! settings and bounds.
 
+mod checkpoint;
 mod config;
 mod entry;
 mod pool;
@@ -107,6 +109,7 @@ pub fn serve(cfg: Config) -> Result<()> {
     .ok();
     let pool = Pool::new(cfg.limits(), store, Box::new(spawn::Processes));
     let mut k = Server::new(cfg.build.clone(), pool);
+    k.checkpoints = checkpoint::Checkpoints::start(&cfg.dir);
     // A shared store: the turn that started us connected itself; the next
     // finds a connection ready.
     if let Ok(crate::store::backend::Location::Postgres(url)) =

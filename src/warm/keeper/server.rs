@@ -3,6 +3,7 @@
 //! status), and the answer comes from the pool, at once or once the
 //! processes it waits for have exited.
 
+use super::checkpoint::Checkpoints;
 use super::pool::{ForTurn, Pool};
 use super::store_pool::StorePool;
 use crate::warm::protocol::{self, Miss, Reply, Request, Start};
@@ -24,6 +25,8 @@ pub struct Server {
     pub last_activity: Instant,
     /// Store connections readied for the next turns.
     pub store_pool: StorePool,
+    /// The store's WAL, folded after each turn (see `checkpoint`).
+    pub checkpoints: Checkpoints,
 }
 
 struct Conn {
@@ -59,6 +62,7 @@ impl Server {
             build,
             last_activity: Instant::now(),
             store_pool: Default::default(),
+            checkpoints: Default::default(),
         }
     }
 
@@ -70,10 +74,7 @@ impl Server {
     pub fn tick(&mut self, listener: &UnixListener) {
         self.poll(listener);
         self.accept(listener);
-        let ids: Vec<u64> = self.conns.keys().copied().collect();
-        for id in ids {
-            self.read_conn(id);
-        }
+        self.read_all();
         self.pool.watch_idle();
         self.reap();
         self.store_pool.expire();
@@ -129,23 +130,36 @@ impl Server {
         self.next_conn
     }
 
+    /// Every connection's requests, oldest connection first: a shim's last
+    /// words (its turn's `Done`, not waited for) come before the turn of
+    /// the shim its caller started next.
+    fn read_all(&mut self) {
+        let mut ids: Vec<u64> = self.conns.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            self.read_conn(id);
+        }
+    }
+
     fn read_conn(&mut self, id: u64) {
         let mut chunk = [0u8; 16 << 10];
+        // What it wrote before it hung up is handled first (a `Done`).
+        let mut gone = false;
         loop {
             let Some(c) = self.conns.get_mut(&id) else {
                 return;
             };
             match (&c.stream).read(&mut chunk) {
                 Ok(0) => {
-                    self.hang_up(id);
-                    return;
+                    gone = true;
+                    break;
                 }
                 Ok(n) => c.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => {
-                    self.hang_up(id);
-                    return;
+                    gone = true;
+                    break;
                 }
             }
         }
@@ -153,10 +167,14 @@ impl Server {
             let Some(c) = self.conns.get_mut(&id) else {
                 return;
             };
-            if c.waiting.is_some() {
-                return;
-            }
-            let Some(nl) = memchr::memchr(b'\n', &c.buf) else {
+            let line_end = match c.waiting {
+                Some(_) => None,
+                None => memchr::memchr(b'\n', &c.buf),
+            };
+            let Some(nl) = line_end else {
+                if gone {
+                    self.hang_up(id);
+                }
                 return;
             };
             let line: Vec<u8> = c.buf.drain(..=nl).collect();
@@ -179,6 +197,8 @@ impl Server {
         if let Some(entry) = c.lent.take() {
             self.pool.abandon(entry);
         }
+        // Its writes are done (a shim hangs up as it exits).
+        self.checkpoints.nudge();
     }
 
     fn reply(&mut self, id: u64, reply: &Reply, fds: &[RawFd]) {
@@ -482,6 +502,72 @@ mod tests {
         assert!(fake.kid("S").exited() && s.pool.is_empty());
         let _ = a.ask(&mut s, turn("S"));
         assert_eq!(fake.kids().len(), 2, "a new CLI");
+    }
+
+    #[test]
+    fn a_shim_hanging_up_has_the_wal_folded_once_not_while_it_runs() {
+        let fake = Fake::default();
+        let mut s = server(&fake);
+        let (tx, rx) = std::sync::mpsc::channel();
+        s.checkpoints = Checkpoints::to(tx);
+        let mut a = connect(&mut s);
+        let (_, pipes) = a.ask(&mut s, turn("S"));
+        assert_eq!(a.ask(&mut s, done(true)).0, Reply::Ok);
+        drop(pipes);
+        // The turn's shim still writes (its run, the lease): not yet.
+        s.read_conn(a.id);
+        assert!(rx.try_recv().is_err());
+        let id = a.id;
+        drop(a);
+        s.read_conn(id);
+        assert!(rx.try_recv().is_ok());
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_done_not_waited_for_gives_the_cli_back_before_the_next_turn() {
+        let fake = Fake::default();
+        let mut s = server(&fake);
+        let mut a = connect(&mut s);
+        let (_, pipes) = a.ask(&mut s, turn("S"));
+        drop(pipes);
+        // The shim says it is done and exits at once; its caller's next
+        // turn is there before the keeper reads either.
+        protocol::send(&a.stream, &done(true), &[]).unwrap();
+        drop(a);
+        let mut b = connect(&mut s);
+        protocol::send(&b.stream, &turn("S"), &[]).unwrap();
+        s.read_all();
+        let kid = fake.kid("S");
+        assert!(!kid.killed() && !kid.stdin_closed());
+        let (lent, _pipes) = b.answer().expect("the turn's answer");
+        assert!(
+            matches!(lent, Reply::Lent { fresh: false, turns: 1, pid, .. } if pid == kid.pid() as i32),
+            "{lent:?}"
+        );
+        assert_eq!(fake.kids().len(), 1);
+    }
+
+    #[test]
+    fn a_turn_behind_another_builds_hello_is_lent_nothing() {
+        let fake = Fake::default();
+        let mut s = server(&fake);
+        let mut a = connect(&mut s);
+        // A shim sends its turn right behind its hello (`Keeper::connect_for_turn`).
+        let hello = Request::Hello {
+            build: "another".into(),
+        };
+        protocol::send(&a.stream, &hello, &[]).unwrap();
+        protocol::send(&a.stream, &turn("S"), &[]).unwrap();
+        s.read_all();
+        assert!(matches!(a.answer().unwrap().0, Reply::Hello { .. }));
+        assert_eq!(
+            a.answer().unwrap().0,
+            Reply::Miss {
+                why: Miss::Draining
+            }
+        );
+        assert!(fake.kids().is_empty());
     }
 
     #[test]
