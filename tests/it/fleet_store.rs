@@ -247,6 +247,7 @@ fn every_query_of_the_store_runs_on_postgres() {
         session: Some(S),
         conv_key: Some("k"),
         engine: claude_shim::store::runs::Engine::Cold,
+        replay_misses_prefix: false,
     };
     s.log_run(&run).unwrap();
     assert_eq!(s.run_counts().unwrap(), [("resumed".to_string(), 1)]);

@@ -18,9 +18,10 @@ impl Pg {
             "logging the run",
             "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
                 cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
-                why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
+                why_code, why, total_cost_usd, usage_from, conv_key, engine, host,
+                replay_misses_prefix)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                     $16, $17, $18, $19)",
+                     $16, $17, $18, $19, $20)",
             vec![
                 owned(now),
                 owned(run.cwd.to_owned()),
@@ -41,6 +42,7 @@ impl Pg {
                 owned(text(run.conv_key)),
                 owned(run.engine.as_str().to_owned()),
                 owned(self.host.clone()),
+                owned(run.replay_misses_prefix),
             ],
         );
         Ok(())
@@ -63,14 +65,16 @@ impl Pg {
         let engine = run.engine.as_str();
         let (cost, total, exit) = (run.spent.cost_usd, run.spent.total_cost_usd, run.exit);
         let host = self.host.clone();
+        let misses = run.replay_misses_prefix;
         call!(self, "logging the run", |c| {
             let row = c
                 .q_one(
                     "INSERT INTO runs (at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
                         cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
-                        why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
+                        why_code, why, total_cost_usd, usage_from, conv_key, engine, host,
+                        replay_misses_prefix)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                             $16, $17, $18, $19)
+                             $16, $17, $18, $19, $20)
                      RETURNING id",
                     &[
                         &now,
@@ -92,6 +96,7 @@ impl Pg {
                         &conv_key,
                         &engine,
                         &host,
+                        &misses,
                     ],
                 )
                 .await?;
