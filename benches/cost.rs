@@ -669,6 +669,7 @@ fn main() {
     println!("real CLI: {} ({version})", cli.display());
     println!("billed-equivalent = plain + 1.25 × cache writes + 0.1 × cache reads (input tokens, 4 B each)");
 
+    let load_before = load_average();
     let started = Instant::now();
     let mut results = Vec::new();
     for d in &chosen {
@@ -735,8 +736,8 @@ fn main() {
         "\n== the saving `claude-shim stats` reports, against the truth (replay $ − shim $, as the CLI priced the server's usage); goal: within 10%"
     );
     println!(
-        "{:<12} {:>10} {:>10} {:>10} {:>10} {:>8}",
-        "dialect", "replay $", "shim $", "truth", "estimate", "error"
+        "{:<12} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>7}",
+        "dialect", "replay $", "shim $", "truth", "estimate", "error", "goal", "goal is"
     );
     for r in &results {
         let [replay, shim, _] = &r.ways;
@@ -744,23 +745,24 @@ fn main() {
         let truth = replay.spent.zip(shim.spent).map(|(a, b)| a - b);
         let error = truth.zip(shim.estimate).map(|(t, e)| (e - t) / t * 100.0);
         println!(
-            "{:<12} {:>10} {:>10} {:>10} {:>10} {:>8}",
+            "{:<12} {:>10} {:>10} {:>10} {:>10} {:>8} {:>6} {:>7}",
             r.dialect,
             usd(replay.spent),
             usd(shim.spent),
             usd(truth),
             usd(shim.estimate),
-            error.map_or("".into(), |e| format!(
-                "{e:+.1}% {}",
-                if e.abs() <= 10.0 { "met" } else { "missed" }
-            ))
+            error.map_or("".into(), |e| format!("{e:+.1}%")),
+            "±10%",
+            match error {
+                Some(e) if e.abs() <= 10.0 => "met",
+                Some(_) => "not met",
+                None => "unknown",
+            }
         );
     }
     println!(
-        "load average: {}",
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .trim()
+        "load average (1, 5, 15 min): {load_before} at the start, {} at the end",
+        load_average()
     );
     println!("elapsed: {:.0} s", started.elapsed().as_secs_f64());
 
@@ -785,4 +787,13 @@ fn main() {
             Err(e) => eprintln!("cannot write {}: {e}", path.display()),
         }
     }
+}
+
+/// The 1-, 5- and 15-minute load averages.
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }

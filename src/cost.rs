@@ -368,6 +368,43 @@ fn value_end(line: &[u8], at: usize) -> Option<usize> {
     None
 }
 
+/// What of a call's system prompt depends on its conversation. Claude Code
+/// (2.1.330) sends `x-anthropic-billing-header: cc_version=<version>.<fp>`
+/// as the system prompt's first block, where `fp` is three hex digits of
+/// sha256(a salt, the UTF-16 units 4, 7 and 20 of the first text of the
+/// first user message that is not meta — `"0"` past its end — and the
+/// version). Calls whose keys differ send different system prompts, so the
+/// later one reads nothing the earlier one cached (tools, system prompt)
+/// and writes it all anew. `CLAUDE_CODE_ATTRIBUTION_HEADER=0` (`false`,
+/// `no`, `off`) drops the block.
+pub fn system_key(first_message: &str) -> [u16; 3] {
+    let unit = |i: usize| {
+        first_message
+            .encode_utf16()
+            .nth(i)
+            .unwrap_or(u16::from(b'0'))
+    };
+    [unit(4), unit(7), unit(20)]
+}
+
+/// Whether a call whose first user message is `now` sends another system
+/// prompt than the call before it, whose first user message was `previous`
+/// (see [`system_key`]). `header`: the CLI sends the billing header.
+pub fn system_differs(previous: &str, now: &str, header: bool) -> bool {
+    header && system_key(previous) != system_key(now)
+}
+
+/// Whether the CLI sends the billing header, given its
+/// `CLAUDE_CODE_ATTRIBUTION_HEADER`: not when that is 0, false, no or off.
+pub fn sends_billing_header(setting: Option<&str>) -> bool {
+    !setting.is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "0" | "false" | "no" | "off"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -483,5 +520,33 @@ mod tests {
             assert_eq!(js_number(x), js, "{x}");
         }
         assert_eq!(round(0.022000000000000002 - 0.0176), 0.0044);
+    }
+
+    #[test]
+    fn the_system_key_is_three_utf16_units_of_the_first_message() {
+        // As the bench's LangChain client sends turns 1 and 2.
+        let bare = "Question 1: please look at part 1 of the plan";
+        let replay = "User: Question 1: please look at part 1\n\nAssistant: r\n\nUser: q2";
+        assert_eq!(
+            system_key(bare),
+            [u16::from(b't'), u16::from(b'n'), u16::from(b'o')]
+        );
+        assert!(system_differs(bare, replay, true));
+        // Later replays start alike: the same system prompt.
+        assert!(!system_differs(
+            replay,
+            &format!("{replay}\n\nAssistant: r2"),
+            true
+        ));
+        // Short messages: "0" past the end, as the CLI pads.
+        assert_eq!(system_key("abcd0"), [u16::from(b'0'); 3]);
+        assert!(!system_differs("abcd0", "abcd", true));
+        // Units, not chars: an astral char takes two.
+        assert_eq!(system_key("\u{1F600}abcdefg")[1], u16::from(b'f'));
+        // No billing header: the system prompt never differs.
+        assert!(!system_differs(bare, replay, false));
+        assert!(sends_billing_header(None));
+        assert!(sends_billing_header(Some("1")));
+        assert!(!sends_billing_header(Some(" Off")));
     }
 }

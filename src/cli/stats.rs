@@ -308,6 +308,7 @@ mod tests {
             }),
             cost_usd: Some(0.01),
             exit: Some(0),
+            replay_misses_prefix: false,
         }
     }
 

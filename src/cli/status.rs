@@ -291,6 +291,7 @@ mod tests {
             }),
             cost_usd: cost,
             exit: Some(0),
+            replay_misses_prefix: false,
         });
         Glance {
             version: "0.1.0".into(),

@@ -20,6 +20,13 @@
 //! shim stripped (`⌈stripped / 4⌉` tokens, at most the reads), which
 //! understates.
 //!
+//! Except where the replayed call would have sent another system prompt
+//! than the call before it (`RunRow::replay_misses_prefix`: the CLI's first
+//! system block carries a hash of a few characters of the first user
+//! message, see `cost::system_key`; a client that sends its first turn bare
+//! and later ones as a transcript changes it on turn 2). Such a call reads
+//! nothing from the cache, so all of the turn's reads move: `moved = read`.
+//!
 //! Prices, as fractions of the input price: cache writes 1.25× and output
 //! 5× on every Claude model, while cache reads vary by model (0.1× on most,
 //! 0.05× or less on some). Taking 0.1× where the model charges 0.05× put the
@@ -144,6 +151,10 @@ impl Totals {
                 add(&mut self.output_tokens, t.output);
                 let history = (stripped + BYTES_PER_TOKEN - 1) / BYTES_PER_TOKEN;
                 moved = match prefix {
+                    // Replayed with another system prompt than the call
+                    // before, the call reads nothing from the cache: it
+                    // writes the prefix too.
+                    _ if stripped > 0 && r.replay_misses_prefix => t.cache_read.max(0),
                     // Replayed, the call reads only the prefix every fresh
                     // call shares (system prompt, tools) from the cache and
                     // writes all the rest anew.
@@ -309,6 +320,7 @@ mod tests {
             tokens,
             cost_usd: cost,
             exit: Some(0),
+            replay_misses_prefix: false,
         }
     }
 
@@ -521,6 +533,41 @@ mod tests {
         // One turn alone tells nothing either.
         let t = tally(&rows[1..2]);
         assert!(!t.cache_read_price_fitted);
+    }
+
+    #[test]
+    fn a_replay_whose_system_prompt_differs_moves_the_prefix_too() {
+        // The bench's LangChain conversation (2.1.330, 0.05× reads): turn 1
+        // sent bare, turn 2 as a transcript, whose system prompt differs.
+        let (p, rho) = (4e-6, 0.05);
+        let mut rows = vec![priced_row("fresh", 0, tokens(0, 12_251, 0, 375), p, rho)];
+        for k in 0..3 {
+            let read = 12_251 + 473 * k;
+            rows.push(priced_row(
+                "resumed",
+                1900 * (k + 1),
+                tokens(0, 473, read, 375),
+                p,
+                rho,
+            ));
+        }
+        let plain = tally(&rows);
+        rows[1].replay_misses_prefix = true;
+        let t = tally(&rows);
+        // Turn 2 replayed reads nothing from the cache: its reads, the
+        // shared prefix among them, are all written.
+        let prefix = t.shared_prefix_tokens.unwrap();
+        assert!(prefix > 9000, "{prefix}");
+        let more = t.total.replay_cache_write_tokens.unwrap()
+            - plain.total.replay_cache_write_tokens.unwrap();
+        assert_eq!(more, prefix);
+        let extra = t.total.saved_usd.unwrap() - plain.total.saved_usd.unwrap();
+        let exact = p * (1.25 - rho) * prefix as f64;
+        assert!((extra - exact).abs() < 1e-9, "{extra} vs {exact}");
+        // Not where the shim stripped nothing: that call was the caller's own.
+        let mut fresh = rows[0].clone();
+        fresh.replay_misses_prefix = true;
+        assert_eq!(tally(&[fresh]).total.saved_usd, Some(0.0));
     }
 
     #[test]

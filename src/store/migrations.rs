@@ -77,6 +77,10 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE pins ADD COLUMN replies TEXT;
      ALTER TABLE pins ADD COLUMN continues INTEGER;
      CREATE INDEX pins_prompted ON pins(scope, id) WHERE prompt IS NOT NULL;",
+    // 9: whether the turn's call, made without the shim, would have sent
+    // another system prompt than the call before it (`cost::system_differs`):
+    // the estimate of the saving counts the cached prefix it writes anew.
+    "ALTER TABLE runs ADD COLUMN replay_misses_prefix INTEGER;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

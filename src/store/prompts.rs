@@ -7,7 +7,7 @@
 pub(crate) use super::types::prompts::prompted_row;
 pub use super::types::prompts::{Kept, Prompted, PER_SCOPE};
 use super::Store;
-use crate::identity::Scope;
+use crate::identity::{Node, Scope};
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
@@ -15,6 +15,9 @@ use rusqlite::{params, OptionalExtension};
 pub const CANDIDATES: i64 = 64;
 /// A prompt longer than this is not kept.
 pub const MAX_PROMPT: usize = 16 << 20;
+/// Characters of a kept prompt that decide its call's system prompt: up to
+/// UTF-16 unit 20 (`cost::system_key`), so 21 characters at most.
+pub const HEAD: i64 = 21;
 
 impl Store {
     /// Keep `kept` with pin `pin` (of `scope`); let go of the prompt two
@@ -74,6 +77,32 @@ impl Store {
             .into_iter()
             .flatten()
             .collect())
+    }
+
+    /// The start of a kept prompt, [`HEAD`] characters at most: the one kept
+    /// with `pin`, or else with the newest pin at `node` (the node a next
+    /// turn looks its pin up by). What the system prompt of the call that
+    /// was given it depends on (`cost::system_key`). `None`: none is kept.
+    pub fn kept_prompt_head(&self, pin: Option<i64>, node: &Node) -> Result<Option<String>> {
+        if let Some(mut pg) = self.pg() {
+            return pg.kept_prompt_head(pin, node.as_str(), HEAD);
+        }
+        let head = match pin {
+            Some(pin) => self
+                .conn
+                .prepare_cached("SELECT substr(prompt, 1, ?2) FROM pins WHERE id = ?1")?
+                .query_row(params![pin, HEAD], |r| r.get::<_, Option<String>>(0)),
+            None => self
+                .conn
+                .prepare_cached(
+                    "SELECT substr(prompt, 1, ?2) FROM pins
+                     WHERE node = ?1 AND prompt IS NOT NULL ORDER BY id DESC LIMIT 1",
+                )?
+                .query_row(params![node.as_str(), HEAD], |r| {
+                    r.get::<_, Option<String>>(0)
+                }),
+        };
+        Ok(head.optional()?.flatten())
     }
 
     /// The prompt kept with `pin`.
@@ -154,6 +183,37 @@ mod tests {
         // Another scope sees none of them.
         let other = NewPin::of_turns("S", "A", "/elsewhere", &["a"], "r").scope;
         assert!(s.prompted(&other).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_kept_prompts_start_by_pin_or_by_where_the_next_turn_extends() {
+        let mut s = Store::in_memory().unwrap();
+        let (a, scope) = pin(&mut s, &["a"]);
+        let long = "é".repeat(30);
+        s.keep_prompt(
+            a,
+            &scope,
+            &Kept {
+                prompt: &long,
+                replies: &["r".to_owned()],
+                continues: None,
+            },
+        )
+        .unwrap();
+        let head = "é".repeat(HEAD as usize);
+        let node = |turns: &[&str]| NewPin::of_turns("S", "A", "/w", turns, "r").node;
+        let at = node(&["a"]);
+        assert_eq!(
+            s.kept_prompt_head(Some(a), &at).unwrap(),
+            Some(head.clone())
+        );
+        assert_eq!(s.kept_prompt_head(None, &at).unwrap(), Some(head));
+        // A pin that kept none, a node no pin is at: none.
+        let (b, _) = pin(&mut s, &["a", "b"]);
+        let there = node(&["a", "b"]);
+        assert_eq!(s.kept_prompt_head(Some(b), &there).unwrap(), None);
+        assert_eq!(s.kept_prompt_head(None, &there).unwrap(), None);
+        assert_eq!(s.kept_prompt_head(None, &node(&["c"])).unwrap(), None);
     }
 
     #[test]

@@ -31,7 +31,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT date(at, 'unixepoch', 'localtime'), kind, bytes_in, bytes_sent,
                     input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd,
-                    exit
+                    exit, replay_misses_prefix
              FROM runs WHERE at >= ?1 AND (?2 IS NULL OR cwd = ?2) ORDER BY at, id",
         )?;
         let rows = stmt.query_map(params![since, cwd], |r| {
@@ -43,6 +43,7 @@ impl Store {
                 tokens: tokens_at(r, 4)?,
                 cost_usd: r.get(8)?,
                 exit: r.get(9)?,
+                replay_misses_prefix: r.get::<_, Option<bool>>(10)?.unwrap_or(false),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -474,6 +475,7 @@ mod tests {
                 session: Some("S"),
                 conv_key: Some("K"),
                 engine: crate::store::runs::Engine::Warm,
+                replay_misses_prefix: false,
             })
             .unwrap();
         };

@@ -37,9 +37,10 @@ impl Store {
         self.conn.execute(
             "INSERT OR REPLACE INTO runs (id, at, cwd, kind, exit, bytes_in, bytes_sent,
                 input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd,
-                session, why_code, why, total_cost_usd, usage_from, conv_key, engine)
+                session, why_code, why, total_cost_usd, usage_from, conv_key, engine,
+                replay_misses_prefix)
              VALUES (?19, COALESCE((SELECT at FROM runs WHERE id = ?19), ?1), ?2, ?3, ?4, ?5,
-                ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?20)",
             params![
                 self.now(),
                 run.cwd,
@@ -60,6 +61,7 @@ impl Store {
                 run.conv_key,
                 run.engine.as_str(),
                 id,
+                run.replay_misses_prefix,
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -102,10 +104,12 @@ mod tests {
             session: Some("S"),
             conv_key: None,
             engine: Engine::Cold,
+            replay_misses_prefix: true,
         };
         let id = s.begin_run(&run).unwrap();
         s.log_run(&Run {
             kind: Kind::Fresh,
+            replay_misses_prefix: false,
             ..run
         })
         .unwrap();
@@ -125,6 +129,13 @@ mod tests {
             .unwrap();
         assert_eq!(rows.len(), 2, "{rows:?}");
         assert_eq!(rows[0], (id, 100, "resumed".into(), 1, "warm".into()));
+        let read: Vec<bool> = s
+            .runs_since(0, None)
+            .unwrap()
+            .iter()
+            .map(|r| r.replay_misses_prefix)
+            .collect();
+        assert_eq!(read, [true, false]);
     }
 
     #[test]
@@ -147,6 +158,7 @@ mod tests {
                 session: None,
                 conv_key: None,
                 engine: Engine::Cold,
+                replay_misses_prefix: false,
             };
             s.log_run(&run).unwrap();
         }

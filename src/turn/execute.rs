@@ -287,6 +287,7 @@ pub(super) fn execute(
         session: Some(plan.target_session()),
         conv_key: recorder.conv_key(),
         engine: launch.engine(),
+        replay_misses_prefix: recorder.replay_misses_prefix(),
     };
     // Written ahead when the caller was about to have the reply: completed.
     let logged = match recorder.run_row() {

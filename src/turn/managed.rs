@@ -158,6 +158,10 @@ fn prepare(
         ownership,
     )
     .keeping(&u.conv, text.as_deref());
+    let pin_ctx = PinContext {
+        replay_misses_prefix: replay_misses_prefix(&place, &u.conv, &found.node, text.as_deref()),
+        ..pin_ctx
+    };
     // Holding a lease we will not use would block others.
     let in_place = |p: &Plan| {
         matches!(
@@ -209,6 +213,7 @@ pub fn unchanged(
         session: f.observation.init_session.as_deref(),
         conv_key: None,
         engine: launch.engine(),
+        replay_misses_prefix: false,
     };
     // Store trouble is why some of these ran unchanged: never fail on it.
     if reason.code != "store-unavailable" {
@@ -223,4 +228,40 @@ pub fn unchanged(
         }
     }
     f.exit
+}
+/// Made without the shim, would this turn's call have sent another system
+/// prompt than the caller's call before it (`cost::system_differs`), and so
+/// written the CLI's cached prefix anew? A first turn is sent as it is. The
+/// call before is known where its prompt was kept: the conversation's first
+/// turn (every first turn's pin keeps it) or a turn continued by content.
+/// Any other call before replayed the same conversation from its start, as
+/// this one does, so began alike. Unknown counts as the same (the estimate
+/// then errs low, as without this).
+fn replay_misses_prefix(
+    place: &Place,
+    conv: &crate::dialect::Conversation,
+    node: &crate::identity::Node,
+    now: Option<&str>,
+) -> bool {
+    let header = std::env::var("CLAUDE_CODE_ATTRIBUTION_HEADER").ok();
+    if !conv.has_history() || !crate::cost::sends_billing_header(header.as_deref()) {
+        return false;
+    }
+    let Some(now) = now else {
+        return false;
+    };
+    let pin = match &conv.continued {
+        Some(c) => Some(c.pin),
+        None if conv.prior_user_turns().count() == 1 => None,
+        None => return false,
+    };
+    let before = place.store.lock().kept_prompt_head(pin, node);
+    match before {
+        Ok(Some(before)) => crate::cost::system_differs(&before, now, true),
+        Ok(None) => false,
+        Err(e) => {
+            debug!("reading the kept prompt's start: {e:#}");
+            false
+        }
+    }
 }

@@ -33,6 +33,9 @@ pub struct PinContext {
     /// The prompt to keep with the pin, for a next turn recognised by
     /// content: kept for first turns and for turns so recognised.
     pub keep: Option<KeepPrompt>,
+    /// See `Run::replay_misses_prefix` (set by the turn, which reads the
+    /// kept prompt it compares with).
+    pub replay_misses_prefix: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +75,7 @@ impl PinContext {
             config_dir: config_dir.to_owned(),
             ownership,
             keep: None,
+            replay_misses_prefix: false,
         }
     }
 
@@ -386,6 +390,7 @@ impl Recorder {
             session: Some(self.plan.target_session()),
             conv_key: self.conv_key(),
             engine: d.engine,
+            replay_misses_prefix: self.replay_misses_prefix(),
         };
         match self.store.lock().begin_run(&run) {
             Ok(id) => st.run = Some(id),
@@ -425,6 +430,11 @@ impl Recorder {
     /// The conversation's stable key, for the runs log.
     pub fn conv_key(&self) -> Option<&str> {
         self.ctx.conv_key.as_ref().map(ConvKey::as_str)
+    }
+
+    /// See `Run::replay_misses_prefix`.
+    pub fn replay_misses_prefix(&self) -> bool {
+        self.ctx.replay_misses_prefix
     }
 
     fn maybe_draining(&self, st: &State) {

@@ -160,6 +160,21 @@ fn stream_json_warm_turns_report_their_own_cost() {
 /// the per-call block a cold start writes, which it takes as a constant).
 #[test]
 fn the_saving_stats_reports_matches_what_the_cli_spent() {
+    saving_against_the_cli(false);
+}
+
+/// The same, for a client that sends its first turn bare and the later ones
+/// as a transcript (LangChain's way): without the shim, turn 2's system
+/// prompt differs from turn 1's (the CLI's billing header hashes characters
+/// of the first user message), so that call writes the whole cached prefix
+/// anew. The estimate missed that (−50% on the cost bench) until the turn
+/// compared the replay with the first turn's kept prompt.
+#[test]
+fn the_saving_counts_the_prefix_a_changed_system_prompt_writes() {
+    saving_against_the_cli(true);
+}
+
+fn saving_against_the_cli(bare_first: bool) {
     const N: usize = 8;
     let spend = |shim: bool| -> (f64, Option<Sandbox>, ApiServer) {
         let server = ApiServer::start();
@@ -175,7 +190,10 @@ fn the_saving_stats_reports_matches_what_the_cli_spent() {
         let mut spent = 0.0;
         for k in 1..=N {
             let msg = format!("question {k}: {}", "context ".repeat(40));
-            let prompt = labels(&history, &msg, "Human", "\n\n");
+            let prompt = match bare_first && history.is_empty() {
+                true => msg.clone(),
+                false => labels(&history, &msg, "Human", "\n\n"),
+            };
             let args = ["-p", "--output-format", "json"];
             let cmd = match shim {
                 true => sb.shimmed(args),
@@ -201,6 +219,20 @@ fn the_saving_stats_reports_matches_what_the_cli_spent() {
     let saved = v["total"]["saved_usd"].as_f64().expect("a saving");
     let truth = without - with;
     eprintln!("without {without:.4} with {with:.4} truth {truth:.4} estimate {saved:.4}");
+    let misses = rusqlite::Connection::open(sb.shim_home.join("shim.db"))
+        .and_then(|db| {
+            db.query_row(
+                "SELECT count(*) FROM runs WHERE replay_misses_prefix",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .unwrap();
+    assert_eq!(
+        misses,
+        i64::from(bare_first),
+        "turns whose replay misses the prefix"
+    );
     assert!(truth > 0.0, "the shim saved nothing: {without} vs {with}");
     assert!(
         (saved - truth).abs() <= truth * 0.10,

@@ -247,12 +247,17 @@ fn every_query_of_the_store_runs_on_postgres() {
         session: Some(S),
         conv_key: Some("k"),
         engine: claude_shim::store::runs::Engine::Cold,
+        replay_misses_prefix: true,
     };
     s.log_run(&run).unwrap();
     assert_eq!(s.run_counts().unwrap(), [("resumed".to_string(), 1)]);
     let rows = s.runs_since(0, Some("/a")).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].day.len(), 10, "{:?}", rows[0].day);
+    assert!(
+        rows[0].replay_misses_prefix,
+        "read back from the shared store"
+    );
     // `log` and `status` read the shared store too (they met an SQLite-only
     // path before): the row as written, its time in this machine's zone.
     let log = s.recent_runs(0, Some("/a"), Some(5)).unwrap();

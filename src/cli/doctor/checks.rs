@@ -687,7 +687,7 @@ mod tests {
                 "newer schema",
                 |f| {
                     if let Some(h) = f.db_health.as_mut() {
-                        h.schema_version = 9;
+                        h.schema_version = h.schema_expected + 1;
                     }
                 },
                 Level::Warn,

@@ -91,6 +91,8 @@ const MIGRATIONS: &[&str] = &[
      ALTER TABLE pins ADD COLUMN replies TEXT;
      ALTER TABLE pins ADD COLUMN continues BIGINT;
      CREATE INDEX pins_prompted ON pins(scope, id) WHERE prompt IS NOT NULL;",
+    // 5: the replay's system prompt differs from the call before (SQLite step 9).
+    "ALTER TABLE runs ADD COLUMN replay_misses_prefix BOOLEAN;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

@@ -94,6 +94,7 @@ impl Pg {
             session: Some(S),
             conv_key: None,
             engine: crate::store::types::runs::Engine::Cold,
+            replay_misses_prefix: false,
         };
         self.log_run(&run, 0)?;
         self.mark_draining(S)?;

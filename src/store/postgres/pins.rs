@@ -167,6 +167,33 @@ impl Pg {
             .collect())
     }
 
+    pub fn kept_prompt_head(
+        &mut self,
+        pin: Option<i64>,
+        node: &str,
+        head: i64,
+    ) -> Result<Option<String>> {
+        let head = head as i32;
+        let row = call!(self, "reading a kept prompt's start", |c| match pin {
+            Some(pin) => {
+                c.q_opt(
+                    "SELECT substr(prompt, 1, $2) FROM pins WHERE id = $1",
+                    &[&pin, &head],
+                )
+                .await
+            }
+            None => {
+                c.q_opt(
+                    "SELECT substr(prompt, 1, $2) FROM pins
+                     WHERE node = $1 AND prompt IS NOT NULL ORDER BY id DESC LIMIT 1",
+                    &[&node, &head],
+                )
+                .await
+            }
+        })?;
+        Ok(row.and_then(|r| r.get::<_, Option<String>>(0)))
+    }
+
     pub fn prompt_of(&mut self, pin: i64) -> Result<Option<String>> {
         let row = call!(self, "reading a kept prompt", |c| {
             c.q_opt("SELECT prompt FROM pins WHERE id = $1", &[&pin])

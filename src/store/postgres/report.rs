@@ -16,7 +16,7 @@ impl Pg {
         let rows = call!(self, "reading runs", |c| {
             c.q(
                 "SELECT at, kind, bytes_in, bytes_sent, input_tokens, cache_write_tokens,
-                        cache_read_tokens, output_tokens, cost_usd, exit
+                        cache_read_tokens, output_tokens, cost_usd, exit, replay_misses_prefix
                  FROM runs WHERE at >= $1 AND ($2::TEXT IS NULL OR cwd = $2) ORDER BY at, id",
                 &[&since, &cwd],
             )
@@ -34,6 +34,7 @@ impl Pg {
                 tokens: Tokens::of_columns([r.get(4), r.get(5), r.get(6), r.get(7)]),
                 cost_usd: r.get(8),
                 exit: r.get::<_, Option<i32>>(9).map(i64::from),
+                replay_misses_prefix: r.get::<_, Option<bool>>(10).unwrap_or(false),
             });
         }
         Ok(out)

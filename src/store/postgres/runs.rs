@@ -37,10 +37,11 @@ impl Pg {
             "logging the run",
             "INSERT INTO runs (id, at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
                 cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
-                why_code, why, total_cost_usd, usage_from, conv_key, engine, host)
+                why_code, why, total_cost_usd, usage_from, conv_key, engine, host,
+                replay_misses_prefix)
              VALUES (COALESCE($20, nextval(pg_get_serial_sequence('runs', 'id'))),
                      $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                     $16, $17, $18, $19)",
+                     $16, $17, $18, $19, $21)",
             vec![
                 owned(now),
                 owned(run.cwd.to_owned()),
@@ -62,6 +63,7 @@ impl Pg {
                 owned(run.engine.as_str().to_owned()),
                 owned(self.host.clone()),
                 owned(id),
+                owned(run.replay_misses_prefix),
             ],
         );
     }

@@ -18,6 +18,8 @@ pub struct RunRow {
     /// The exit status the caller got: a code, or −signal; None in rows
     /// older shims wrote.
     pub exit: Option<i64>,
+    /// See `Run::replay_misses_prefix`; false in rows older shims wrote.
+    pub replay_misses_prefix: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -95,4 +95,8 @@ pub struct Run<'a> {
     pub session: Option<&'a str>,
     pub conv_key: Option<&'a str>,
     pub engine: Engine,
+    /// Made without the shim, this turn's call would have sent another
+    /// system prompt than the call before it (`cost::system_differs`), so
+    /// written the cached prefix anew.
+    pub replay_misses_prefix: bool,
 }

@@ -45,6 +45,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, why: (&str, &str), spent: Spent, hou
             session: Some(SESSION),
             conv_key: Some("k1"),
             engine: claude_shim::store::runs::Engine::Cold,
+            replay_misses_prefix: false,
         })
         .unwrap();
 }

@@ -165,6 +165,7 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
                     session: None,
                     conv_key: None,
                     engine: claude_shim::store::runs::Engine::Cold,
+                    replay_misses_prefix: false,
                 },
                 days_ago,
             );

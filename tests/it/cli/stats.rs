@@ -41,6 +41,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64
             session: None,
             conv_key: None,
             engine: claude_shim::store::runs::Engine::Cold,
+            replay_misses_prefix: false,
         },
         days_ago,
     );

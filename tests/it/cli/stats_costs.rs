@@ -34,6 +34,7 @@ fn seed(s: &Sandbox, kind: Kind, spent: Spent) {
             session: None,
             conv_key: None,
             engine: claude_shim::store::runs::Engine::Cold,
+            replay_misses_prefix: false,
         })
         .unwrap();
 }
