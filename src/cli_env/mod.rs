@@ -58,7 +58,6 @@
 //! not plain from the name, why — sorted by name. `tests/e2e/cli_env.rs`
 //! fails when the pinned CLI reads a name the list has not classified.
 
-
 /// What a variable can change about a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
