@@ -385,86 +385,95 @@ impl Chain {
 }
 
 /// Reply text as compared for proof of receipt: `<thinking>` blocks removed,
-/// whitespace runs collapsed, trimmed. One pass into one buffer: a replayed
-/// 1 MiB transcript puts every earlier reply through here on each turn.
+/// whitespace runs collapsed, trimmed. One pass into one buffer, without a
+/// branch per word: a replayed 1 MiB transcript puts every earlier reply
+/// through here on each turn.
 pub fn normalize_reply(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut gap = false;
+    let mut out = Vec::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("<thinking>") {
-        collapse_into(&mut out, &rest[..start], &mut gap);
+        collapse_into(&mut out, &rest[..start]);
         match rest[start..].find("</thinking>") {
             Some(end) => rest = &rest[start + end + "</thinking>".len()..],
-            None => return out,
+            None => rest = "",
         }
     }
-    collapse_into(&mut out, rest, &mut gap);
-    out
+    collapse_into(&mut out, rest);
+    if out.last() == Some(&b' ') {
+        out.pop();
+    }
+    // Only ASCII bytes were changed or dropped: still UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Append `piece`'s words to `out`, one space between words (as
-/// `split_whitespace` joined by `' '`, over pieces that join with no
-/// boundary of their own); `gap`: whitespace seen since the last word.
-/// Words already one space apart are copied as one span.
-fn collapse_into(out: &mut String, piece: &str, gap: &mut bool) {
-    let len = piece.len();
+/// Append `piece` to `out` with each whitespace run made one space (none at
+/// the start of `out`). `out` ends with a space only while a gap is pending:
+/// pieces join with no boundary of their own, as `split_whitespace` over
+/// their concatenation would see them.
+fn collapse_into(out: &mut Vec<u8>, piece: &str) {
     let bytes = piece.as_bytes();
-    // The span of `piece` not yet copied, already as normalized.
-    let mut span = 0..0;
+    let base = out.len();
+    out.resize(base + bytes.len(), 0);
+    let mut j = base;
+    // The last byte kept was a space, or nothing was kept yet.
+    let mut after_space = out[..base].last().is_none_or(|&b| b == b' ');
     let mut i = 0;
-    while i < len {
-        if let Some(w) = space_width(piece, i) {
-            *gap = true;
-            i += w;
-            continue;
-        }
-        let word = i;
-        i += 1;
-        while i < len && space_width(piece, i).is_none() {
-            i += 1;
-        }
-        let one_space_after_span =
-            !span.is_empty() && word == span.end + 1 && bytes[span.end] == b' ';
-        if one_space_after_span {
-            span.end = i;
-        } else {
-            out.push_str(&piece[span.clone()]);
-            if *gap && !out.is_empty() {
-                out.push(' ');
+    while i < bytes.len() {
+        let b = bytes[i];
+        // Rare: the lead byte of a character that may be non-ASCII
+        // whitespace, decoded.
+        if MAY_BE_WIDE_SPACE[usize::from(b)] {
+            if let Some(w) = wide_space_width(piece, i) {
+                if !after_space {
+                    out[j] = b' ';
+                    j += 1;
+                }
+                after_space = true;
+                i += w;
+                continue;
             }
-            span = word..i;
         }
-        *gap = false;
+        // Arithmetic, not branches: a space every few bytes would be
+        // mispredicted as often.
+        let space = ASCII_SPACE[usize::from(b)];
+        let mask = u8::from(space).wrapping_neg();
+        out[j] = (b & !mask) | (b' ' & mask);
+        j += usize::from(!(space & after_space));
+        after_space = space;
+        i += 1;
     }
-    out.push_str(&piece[span]);
+    out.truncate(j);
 }
 
-/// The width of the whitespace character (`char::is_whitespace`) starting at
-/// byte `i`, if one does. Only ASCII and four lead bytes can start one
-/// (U+0085 and U+00A0: 0xC2; U+1680: 0xE1; U+2000..U+205F: 0xE2; U+3000:
-/// 0xE3), so other bytes, continuation bytes included, are never decoded,
-/// and a byte that answers `None` may be stepped over by one.
-#[inline(always)]
-fn space_width(piece: &str, i: usize) -> Option<usize> {
-    match MAY_BE_SPACE[piece.as_bytes()[i] as usize] {
-        false => None,
-        true if piece.as_bytes()[i] < 0x80 => Some(1),
-        true => piece
-            .get(i..)?
-            .chars()
-            .next()
-            .filter(|c| c.is_whitespace())
-            .map(char::len_utf8),
-    }
+/// The width of the non-ASCII whitespace character (`char::is_whitespace`)
+/// starting at byte `i`, if one does.
+fn wide_space_width(piece: &str, i: usize) -> Option<usize> {
+    piece
+        .get(i..)?
+        .chars()
+        .next()
+        .filter(|c| c.is_whitespace())
+        .map(char::len_utf8)
 }
 
-/// The bytes [`space_width`] looks at: ASCII whitespace and the four lead
-/// bytes of the others (a table: the word loop does one load per byte).
-static MAY_BE_SPACE: [bool; 256] = {
+/// ASCII whitespace as `char::is_whitespace` has it (U+0009..U+000D, U+0020).
+static ASCII_SPACE: [bool; 256] = {
     let mut t = [false; 256];
     let mut b = 0;
     while b < 256 {
-        t[b] = matches!(b, 0x09..=0x0D | 0x20 | 0xC2 | 0xE1 | 0xE2 | 0xE3);
+        t[b] = matches!(b, 0x09..=0x0D | 0x20);
+        b += 1;
+    }
+    t
+};
+
+/// The only lead bytes of non-ASCII whitespace: U+0085 and U+00A0 (0xC2),
+/// U+1680 (0xE1), U+2000..U+205F (0xE2), U+3000 (0xE3).
+static MAY_BE_WIDE_SPACE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = matches!(b, 0xC2 | 0xE1 | 0xE2 | 0xE3);
         b += 1;
     }
     t

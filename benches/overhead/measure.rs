@@ -84,7 +84,7 @@ pub struct Compared {
     shim_p90: f64,
     direct_p50: f64,
     direct_p90: f64,
-    paired: f64,
+    pub paired: f64,
 }
 
 /// [`compare`] from the same database state: the WAL checkpointed, so every
