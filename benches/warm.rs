@@ -208,12 +208,7 @@ fn first_turns(conversations: usize) -> (Vec<f64>, usize) {
         // The ready CLI starts once the turn is done; give it its start-up.
         std::thread::sleep(Duration::from_millis(1500));
     }
-    let ready = support::store::run_rows(&sb.shim_home)
-        .iter()
-        .filter(|r| r.engine == "ready")
-        .count();
-    stop_keeper(&sb);
-    (times, ready)
+    (times, took_ready_and_stop(&sb))
 }
 
 /// New conversations arriving `gap` apart, as a batch job or a busy proxy
@@ -262,12 +257,7 @@ fn arrivals(gap: Duration, shim: Option<&std::path::Path>) -> (Vec<f64>, usize) 
         .into_iter()
         .map(|t| t.join().expect("a conversation"))
         .collect();
-    let ready = support::store::run_rows(&sb.shim_home)
-        .iter()
-        .filter(|r| r.engine == "ready")
-        .count();
-    stop_keeper(&sb);
-    (times, ready)
+    (times, took_ready_and_stop(&sb))
 }
 
 /// The 1-minute load average.
@@ -276,6 +266,16 @@ fn load() -> f64 {
         .ok()
         .and_then(|l| l.split_whitespace().next()?.parse().ok())
         .unwrap_or(f64::NAN)
+}
+
+/// How many turns took a ready CLI in `sb`'s runs; then its keeper is stopped.
+fn took_ready_and_stop(sb: &Sandbox) -> usize {
+    let ready = support::store::run_rows(&sb.shim_home)
+        .iter()
+        .filter(|r| r.engine == "ready")
+        .count();
+    stop_keeper(sb);
+    ready
 }
 
 /// End the sandbox's live CLIs and its keeper (with the sandbox's own build).
