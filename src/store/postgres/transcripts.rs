@@ -115,16 +115,7 @@ impl Pg {
                     .map_or(0, Chunk::end);
                 bail!("the stored transcript of {session} ends at byte {end}, not {at}");
             }
-            match self.manifests.get_mut(session) {
-                Some(known) if known.last().map_or(0, Chunk::end) == at => known.push(Chunk {
-                    start: at,
-                    len: piece.len() as u64,
-                    sha256: kept,
-                }),
-                _ => {
-                    self.manifests.remove(session);
-                }
-            }
+            self.note_appended(session, at, piece.len() as u64, kept);
             at += piece.len() as u64;
         }
         Ok(())
@@ -157,17 +148,24 @@ impl Pg {
             );
             // Kept as if written: a stale entry fails the next append (it is
             // conditional), never misplaces it.
-            match self.manifests.get_mut(session) {
-                Some(known) if known.last().map_or(0, Chunk::end) == at => known.push(Chunk {
-                    start: at,
-                    len: piece.len() as u64,
-                    sha256: sha,
-                }),
-                _ => {
-                    self.manifests.remove(session);
-                }
-            }
+            self.note_appended(session, at, piece.len() as u64, sha);
             at += piece.len() as u64;
+        }
+    }
+
+    /// The known chunk list of `session` after a chunk appended at `at`: it
+    /// grows where it ended there, and is forgotten (read again when next
+    /// needed) where it did not.
+    fn note_appended(&mut self, session: &str, at: u64, len: u64, sha256: String) {
+        match self.manifests.get_mut(session) {
+            Some(known) if known.last().map_or(0, Chunk::end) == at => known.push(Chunk {
+                start: at,
+                len,
+                sha256,
+            }),
+            _ => {
+                self.manifests.remove(session);
+            }
         }
     }
 }
