@@ -86,8 +86,8 @@ mod tests {
 
     #[test]
     fn splice_moves_a_pipe_or_says_it_cannot() {
-        let (r, w) = nix::unistd::pipe().unwrap();
-        let (r2, w2) = nix::unistd::pipe().unwrap();
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let (r2, w2) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         let mut w = std::fs::File::from(w);
         w.write_all(b"hello").unwrap();
         drop(w);

@@ -316,7 +316,7 @@ mod tests {
         let (got, fds): (Request, _) = recv(&b, &mut buf).unwrap();
         assert_eq!((got, fds.len()), (req, 0));
         // A pipe's read end travels with a reply.
-        let (r, w) = nix::unistd::pipe().unwrap();
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         let lent = Reply::Lent {
             pid: 7,
             fresh: true,

@@ -357,7 +357,7 @@ impl Caller {
 
     /// The turn with fd 1 a pipe whose reader is gone.
     fn closed_stdout(&self, args: &[&str], prompt: &[u8]) -> Ran {
-        let (read, write) = nix::unistd::pipe().unwrap();
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         drop(read);
         let mut cmd = self.command(args);
         cmd.stdin(Stdio::piped())

@@ -682,7 +682,7 @@ fn a_keeper_whose_data_dir_is_removed_ends_with_its_live_clis() {
 fn a_terminal_on_stdout_runs_the_turn_cold() {
     use std::io::{Read, Write};
     let w = warmed();
-    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let pty = crate::support::process::pty();
     let mut cmd = w.sb.shimmed(["-p"]);
     cmd.stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::from(pty.slave.try_clone().unwrap()))

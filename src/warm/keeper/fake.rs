@@ -79,9 +79,9 @@ impl Spawn for Fake {
         if std::mem::take(&mut machine.fail) {
             return Err(std::io::ErrorKind::NotFound.into());
         }
-        let (stdin_r, stdin_w) = nix::unistd::pipe()?;
-        let (stdout_r, stdout_w) = nix::unistd::pipe()?;
-        let (stderr_r, stderr_w) = nix::unistd::pipe()?;
+        let (stdin_r, stdin_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let (stdout_r, stdout_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let (stderr_r, stderr_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
         let kid = Kid(Rc::new(RefCell::new(Proc {
             pid: 1000 + machine.kids.len() as u32,
             args: start.args.clone(),

@@ -15,7 +15,7 @@ use std::time::Duration;
 /// Run with stdout a pipe nobody reads (under the harness's hang guard),
 /// stdin from `stdin` or `/dev/null`.
 fn closed_stdout(mut cmd: Command, stdin: Option<&Path>) -> Ran {
-    let (read, write) = nix::unistd::pipe().expect("pipe");
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
     drop(read);
     cmd.stdin(match stdin {
         Some(file) => Stdio::from(std::fs::File::open(file).expect("stdin file")),

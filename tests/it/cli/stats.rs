@@ -144,7 +144,7 @@ fn human_report_has_a_day_table_with_bars_and_no_escapes_when_piped() {
 fn colour_only_on_a_terminal_without_no_color() {
     let (s, _) = seeded();
     let on_pty = |no_color: bool| -> String {
-        let pty = nix::pty::openpty(None, None).expect("openpty");
+        let pty = crate::support::process::pty();
         let mut cmd = s.cli(&["stats"]);
         if no_color {
             cmd.env("NO_COLOR", "1");
