@@ -17,6 +17,8 @@
 //!
 //! Pure: the caller brings the earlier prompt and its reply forms.
 
+use aho_corasick::AhoCorasick;
+use std::collections::HashSet;
 use std::ops::Range;
 
 /// At most this many bytes of glue between a message and the reply after it.
@@ -67,6 +69,68 @@ impl Continues {
 fn occurrences<'a>(s: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
     memchr::memmem::find_iter(s.as_bytes(), needle.as_bytes())
         .filter(move |&i| s.is_char_boundary(i) && s.is_char_boundary(i + needle.len()))
+}
+
+/// Bytes of a reply the one-pass search looks for; a hit is then checked
+/// for the whole reply.
+const KEY_BYTES: usize = 32;
+
+/// Which of `replies` occur in `text`, in one pass over it for all of them:
+/// an Aho-Corasick automaton over each reply's first bytes, each hit then
+/// checked for the whole reply. A turn tries up to 64 kept prompts, and one
+/// search per reply was one pass over a 1 MiB prompt each.
+pub fn occurring<'r>(text: &str, replies: &[&'r str]) -> HashSet<&'r str> {
+    let mut found = HashSet::new();
+    let distinct: Vec<&str> = replies
+        .iter()
+        .copied()
+        .filter(|r| !r.is_empty())
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let mut keys: Vec<&str> = Vec::new();
+    let mut replies_of_key: Vec<Vec<&str>> = Vec::new();
+    for r in &distinct {
+        let key = &r[..floor_char(r, KEY_BYTES.min(r.len()))];
+        let key = if key.is_empty() { *r } else { key };
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => replies_of_key[i].push(r),
+            None => {
+                keys.push(key);
+                replies_of_key.push(vec![r]);
+            }
+        }
+    }
+    if keys.is_empty() {
+        return found;
+    }
+    let Ok(automaton) = AhoCorasick::new(&keys) else {
+        // Too large to build (it is not, at 64 short keys): search each.
+        return distinct
+            .into_iter()
+            .filter(|r| memchr::memmem::find(text.as_bytes(), r.as_bytes()).is_some())
+            .collect();
+    };
+    for hit in automaton.find_overlapping_iter(text) {
+        let rest = &text.as_bytes()[hit.start()..];
+        for r in &replies_of_key[hit.pattern().as_usize()] {
+            if rest.starts_with(r.as_bytes()) {
+                found.insert(*r);
+            }
+        }
+        if found.len() == distinct.len() {
+            break;
+        }
+    }
+    found
+}
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 /// Whether `prompt` continues `earlier`, and where.
@@ -425,6 +489,35 @@ fn floor_from_end(s: &str, n: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// One pass finds what one search per reply finds: replies longer
+        /// and shorter than the key, sharing keys, inside one another,
+        /// cut inside a character.
+        #[test]
+        fn occurring_is_one_search_per_reply(
+            text in "[ab\u{e9}\u{4e2d} ]{0,200}",
+            replies in proptest::collection::vec("[ab\u{e9}\u{4e2d} ]{0,40}", 0..12),
+        ) {
+            let replies: Vec<&str> = replies.iter().map(String::as_str).collect();
+            let got = occurring(&text, &replies);
+            let want: HashSet<&str> = replies
+                .iter()
+                .copied()
+                .filter(|r| !r.is_empty() && text.contains(r))
+                .collect();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn occurring_checks_the_whole_reply_after_its_key() {
+        let key = "k".repeat(KEY_BYTES);
+        let (whole, other) = (format!("{key} right"), format!("{key} wrong"));
+        let text = format!("{key} wr... and later {whole}.");
+        let got = occurring(&text, &[&whole, &other, &whole, ""]);
+        assert_eq!(got, HashSet::from([whole.as_str()]));
+    }
 
     fn cont(prompt: &str, earlier: &str, reply: &str) -> Option<String> {
         let replies = [reply.to_owned()];

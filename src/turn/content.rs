@@ -100,7 +100,13 @@ pub fn by_content(
 ) -> Result<Option<Conversation>> {
     let scope = lookup::scope_of(place, args, caps).scope();
     let candidates = place.store.lock().prompted(&scope)?;
-    for cand in candidates.iter().filter(|c| may_continue(text, c)) {
+    let replies: Vec<&str> = candidates
+        .iter()
+        .flat_map(|c| fitting_replies(text, c))
+        .collect();
+    let occurring = continuation::occurring(text, &replies);
+    let may_continue = |c: &&Prompted| fitting_replies(text, c).any(|r| occurring.contains(r));
+    for cand in candidates.iter().filter(may_continue) {
         let Some(earlier) = place.store.lock().prompt_of(cand.pin)? else {
             continue;
         };
@@ -128,12 +134,13 @@ pub fn by_content(
     Ok(None)
 }
 
-/// Whether `text` is long enough to hold the candidate's prompt (less a
-/// changed label) and a reply of it, and holds such a reply.
-fn may_continue(text: &str, c: &Prompted) -> bool {
-    c.replies.iter().map(|r| r.trim()).any(|r| {
-        !r.is_empty()
-            && c.prompt_len + r.len() <= text.len() + continuation::SLACK
-            && memchr::memmem::find(text.as_bytes(), r.as_bytes()).is_some()
-    })
+/// The candidate's replies that `text` is long enough to hold with the
+/// candidate's prompt (less a changed label). The candidate may continue
+/// only if one of them is in `text`.
+fn fitting_replies<'c>(text: &str, c: &'c Prompted) -> impl Iterator<Item = &'c str> {
+    let room = text.len() + continuation::SLACK;
+    c.replies
+        .iter()
+        .map(|r| r.trim())
+        .filter(move |r| !r.is_empty() && c.prompt_len + r.len() <= room)
 }
