@@ -6,10 +6,12 @@
 use crate::argv::ParsedArgs;
 use crate::events::Event;
 use crate::invocation::InputFormat;
+use nix::sys::stat::SFlag;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Read};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 /// The prompt as found, with what is needed to replay the input untouched.
@@ -103,12 +105,31 @@ pub fn read_knowing(
             inherit: true,
         });
     }
-    let mut bytes = Vec::new();
+    // Sized up front: from nothing, `read_to_end` starts at 32 bytes and
+    // doubles, twenty reads and as many copies for a 1 MiB prompt.
+    let mut bytes = Vec::with_capacity(stdin_size_hint());
     stdin.lock().read_to_end(&mut bytes)?;
     Ok(Prompt::Stdin {
         bytes: bytes.into(),
     })
 }
+
+/// What a prompt on stdin will likely take: a file's size (and a byte to
+/// see its end), or a pipe's worth.
+fn stdin_size_hint() -> usize {
+    const PIPE: usize = 64 << 10;
+    // SAFETY: fd 0 outlives this call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    match nix::sys::stat::fstat(fd.as_raw_fd()) {
+        Ok(st) if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG => {
+            usize::try_from(st.st_size).map_or(PIPE, |n| n.saturating_add(1).min(MAX_HINT))
+        }
+        _ => PIPE,
+    }
+}
+
+/// A file's size is a hint only up to this (it may be a sparse giant).
+const MAX_HINT: usize = 64 << 20;
 
 /// How long to wait for the user message once control lines came first.
 /// The TypeScript Agent SDK writes both at once (0.1 ms apart); the Python
