@@ -6,12 +6,10 @@
 
 use super::attempt::Attempt;
 use super::plan::{How, Plan};
-use crate::data_dir::DataDir;
+use crate::env;
 use crate::invocation::Managed;
 use crate::runner::{self, signals::ChildPid, Finished, Spec, Watch};
 use crate::store::runs::Engine;
-use crate::warm::client::Keeper;
-use crate::{debug, env};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,6 +25,8 @@ pub struct Ctx<'a> {
     /// The caller's session: later messages that re-send its transcript
     /// go as their new part only (armed by the turn; see `crate::resend`).
     pub(super) live: runner::live::Live,
+    /// The store, opened on a thread from the turn's start.
+    pub(super) opening: super::lookup::Opening,
 }
 
 impl Ctx<'_> {
@@ -137,28 +137,12 @@ impl Launch for Cold {
         } = plan
         {
             // A live process of this session would no longer know it.
-            release(session);
+            crate::warm::client::release(session);
         }
         ctx.spawn(a, watch)
     }
 
     fn as_asked(&mut self, ctx: &Ctx<'_>, a: &Attempt, watch: Option<Arc<dyn Watch>>) -> Finished {
         ctx.spawn(a, watch)
-    }
-}
-
-/// Before a cold run writes to `session` in place: end its live process,
-/// if a keeper holds one (it would no longer know the session).
-pub fn release(session: &str) {
-    let Ok(Some(dir)) = DataDir::existing() else {
-        return;
-    };
-    if !crate::warm::socket::socket(&dir).exists() {
-        return;
-    }
-    if let Some(mut k) = Keeper::connect(&dir, false) {
-        if !k.release(session) {
-            debug!("warm: the keeper could not release {session}");
-        }
     }
 }

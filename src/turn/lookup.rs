@@ -16,6 +16,7 @@ use crate::{env, error};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The store, shared with the output thread that pins at the result.
@@ -64,6 +65,43 @@ impl Place {
         self.store.lock().save_capabilities(&key, &c)?;
         Ok(c)
     }
+}
+
+/// A turn's place and what the real binary supports, looked up on a thread
+/// of their own from the turn's start: opening (and migrating) the store
+/// then overlaps reading the prompt, reading it into turns and reaching the
+/// keeper, instead of following them.
+pub struct Opening(Mutex<Option<JoinHandle<Opened>>>);
+
+type Opened = Result<(Place, Capabilities)>;
+
+impl Opening {
+    pub fn start(real: &Path, guard: &str) -> Opening {
+        let (real, guard) = (real.to_path_buf(), guard.to_owned());
+        let thread = std::thread::Builder::new()
+            .name("opening".into())
+            .spawn(move || open(&real, &guard))
+            .map_err(|e| crate::debug!("opening the store on this thread ({e})"))
+            .ok();
+        Opening(Mutex::new(thread))
+    }
+
+    /// The thread's place and capabilities; looked up here when there is
+    /// no thread (or it was asked already). Its panic is this thread's.
+    pub fn take(&self, real: &Path, guard: &str) -> Opened {
+        let thread = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match thread.map(JoinHandle::join) {
+            Some(Ok(opened)) => opened,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => open(real, guard),
+        }
+    }
+}
+
+fn open(real: &Path, guard: &str) -> Opened {
+    let place = Place::here()?;
+    let caps = place.capabilities(real, guard)?;
+    Ok((place, caps))
 }
 
 /// Whether a lookup may change anything: a turn takes the in-place lease;
@@ -221,7 +259,7 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
             &pin.session,
             at,
             leased,
-            || super::launch::release(&pin.session),
+            || crate::warm::client::release(&pin.session),
         );
     }
     let file = sessions::find(&place.config_dir, &pin.session).filter(|_| here);

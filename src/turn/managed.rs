@@ -68,8 +68,7 @@ fn prepare(
     if env::test_panic() {
         panic!("CLAUDE_SHIM_TEST_PANIC is set");
     }
-    let place = Place::here()?;
-    let caps = place.capabilities(ctx.real, ctx.guard)?;
+    let (place, caps) = ctx.opening.take(ctx.real, ctx.guard)?;
     let text = prompt.text();
     let (u, found) = content::look(
         &place,

@@ -65,6 +65,7 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         error!("signal setup failed ({e}); passing through");
         crate::runner::exec::exec_or_die(real, &args, guard);
     }
+    let opening = lookup::Opening::start(real, guard);
     // A caller that turned persistence off gets a session the shim owns:
     // its runs go without the flag (see `Ownership::Ephemeral`).
     let session_args = match managed.ephemeral {
@@ -99,6 +100,7 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         managed: &managed,
         answered: Default::default(),
         live: Default::default(),
+        opening,
     };
     match prompt {
         Prompt::Waiting { before, complete } => {

@@ -348,6 +348,22 @@ impl Keeper {
     }
 }
 
+/// Before a cold run writes to `session` in place: end its live process,
+/// if a keeper holds one (it would no longer know the session).
+pub fn release(session: &str) {
+    let Ok(Some(dir)) = DataDir::existing() else {
+        return;
+    };
+    if !super::socket::socket(&dir).exists() {
+        return;
+    }
+    if let Some(mut k) = Keeper::connect(&dir, false) {
+        if !k.release(session) {
+            crate::debug!("warm: the keeper could not release {session}");
+        }
+    }
+}
+
 /// The store connection the keeper readied for this turn (see
 /// `store::postgres::handoff`). No keeper: one is started for the next
 /// turn, without waiting for it; this one connects itself.
