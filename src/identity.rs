@@ -169,7 +169,11 @@ pub enum Difference {
 }
 
 fn hex(d: Sha256) -> String {
-    hex::encode(d.finalize())
+    // Into a buffer: `hex::encode` collects a char at a time, and a 1 MiB
+    // transcript's chain takes a digest per turn.
+    let mut out = [0u8; 64];
+    hex::encode_to_slice(d.finalize(), &mut out).expect("64 digits for 32 bytes");
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The Claude config dir as a part of a turn's scope. On one machine it
@@ -618,6 +622,16 @@ mod tests {
             let text = parts.concat();
             proptest::prop_assert_eq!(normalize_reply(&text), normalize_reply_reference(&text));
         }
+    }
+
+    #[test]
+    fn digests_are_lowercase_hex() {
+        let mut h = Sha256::new();
+        h.update(b"abc");
+        assert_eq!(
+            hex(h),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     /// Every byte at every place of an eight-byte word, both ways of
