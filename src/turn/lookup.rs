@@ -81,7 +81,9 @@ impl Opening {
         let thread = std::thread::Builder::new()
             .name("opening".into())
             .spawn(move || open(&real, &guard))
-            .map_err(|e| crate::debug!("opening the store on this thread ({e})"))
+            .map_err(|e| {
+                crate::debug!("no thread to open the store on ({e}); opening it when needed")
+            })
             .ok();
         Opening(Mutex::new(thread))
     }
