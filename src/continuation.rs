@@ -91,8 +91,8 @@ pub fn occurring<'r>(text: &str, replies: &[&'r str]) -> HashSet<&'r str> {
     let mut keys: Vec<&str> = Vec::new();
     let mut replies_of_key: Vec<Vec<&str>> = Vec::new();
     for r in &distinct {
-        let key = &r[..floor_char(r, KEY_BYTES.min(r.len()))];
-        let key = if key.is_empty() { *r } else { key };
+        // Never empty: a character is at most 4 bytes.
+        let key = &r[..floor(r, KEY_BYTES.min(r.len()))];
         match keys.iter().position(|k| *k == key) {
             Some(i) => replies_of_key[i].push(r),
             None => {
@@ -123,14 +123,6 @@ pub fn occurring<'r>(text: &str, replies: &[&'r str]) -> HashSet<&'r str> {
         }
     }
     found
-}
-
-/// The largest char boundary of `s` at or below `i`.
-fn floor_char(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// Whether `prompt` continues `earlier`, and where.

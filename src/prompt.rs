@@ -11,7 +11,6 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::ffi::OsString;
 use std::io::{IsTerminal, Read};
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 /// The prompt as found, with what is needed to replay the input untouched.
@@ -118,9 +117,7 @@ pub fn read_knowing(
 /// see its end), or a pipe's worth.
 fn stdin_size_hint() -> usize {
     const PIPE: usize = 64 << 10;
-    // SAFETY: fd 0 outlives this call.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
-    match nix::sys::stat::fstat(fd.as_raw_fd()) {
+    match nix::sys::stat::fstat(0) {
         Ok(st) if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFREG => {
             usize::try_from(st.st_size).map_or(PIPE, |n| n.saturating_add(1).min(MAX_HINT))
         }
