@@ -20,6 +20,11 @@
 //! 125 warm turns); `BENCH_WARM_LOG=FILE` gives the warm way's shim `CLAUDE_SHIM_LOG=FILE`
 //! and appends each turn's start (Unix seconds) and wall time to `FILE.turns`;
 //! `BENCH_WARM_ENV=K=V,…` sets variables for the warm way's shim.
+//!
+//! Arrivals: `BENCH_ARRIVALS_LOG=FILE` does the same for this build's arrival runs (each
+//! new conversation's start and wall time to `FILE.turns`). After them, the floor's first
+//! message by how long its CLI had been up (`BENCH_FLOOR_AGES`, seconds, default
+//! `1,1.5,2,5`; empty: skip): a ready CLI is taken at whatever age it has.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -61,6 +66,11 @@ fn document(bytes: usize) -> String {
 
 /// One live CLI, one user line per turn: write → result.
 fn floor(turns: usize, doc: &str) -> Vec<f64> {
+    floor_after(turns, doc, Duration::from_millis(1500))
+}
+
+/// [`floor`], its first message sent `ahead` after the CLI started.
+fn floor_after(turns: usize, doc: &str, ahead: Duration) -> Vec<f64> {
     let server = ApiServer::start();
     let sb = Sandbox::real(&server);
     let mut cmd = sb.direct([
@@ -78,7 +88,7 @@ fn floor(turns: usize, doc: &str) -> Vec<f64> {
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     // Started ahead, as a ready CLI is: turn 1 is its first message alone.
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(ahead);
     let mut times = Vec::new();
     for k in 1..=turns {
         let line = serde_json::json!({"type": "user", "message": {"role": "user", "content": message(k, doc)}});
@@ -220,7 +230,13 @@ fn first_turns(conversations: usize) -> (Vec<f64>, usize) {
 /// of them ran in a ready CLI.
 fn arrivals(gap: Duration, shim: Option<&std::path::Path>) -> (Vec<f64>, usize) {
     let server = ApiServer::start();
-    let sb = Sandbox::real(&server);
+    let mut sb = Sandbox::real(&server);
+    let log = std::env::var("BENCH_ARRIVALS_LOG")
+        .ok()
+        .filter(|_| shim.is_none());
+    if let Some(log) = &log {
+        sb.set_env("CLAUDE_SHIM_LOG", log);
+    }
     if let Some(shim) = shim {
         for link in [sb.claude.clone(), sb.tools.join("claude-shim")] {
             std::fs::remove_file(&link).expect("unlink the shim");
@@ -243,12 +259,25 @@ fn arrivals(gap: Duration, shim: Option<&std::path::Path>) -> (Vec<f64>, usize) 
             let prompt = labels(&[], &format!("conversation {i}"), "Human", "\n\n");
             let cmd = sb.shimmed(["-p"]);
             let at = begin + gap * i;
+            let log = log.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(at.saturating_duration_since(Instant::now()));
                 let start = Instant::now();
+                let began = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
                 let out = run(cmd, prompt.as_bytes());
                 let took = ms(start.elapsed());
                 assert!(out.status.success(), "{}", describe(&out));
+                if let Some(log) = log {
+                    let mut f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(format!("{log}.turns"))
+                        .expect("turns log");
+                    let line = format!("{i} {:.6} {took:.1}", began.as_secs_f64());
+                    writeln!(f, "{line}").expect("turns log");
+                }
                 took
             })
         })
@@ -428,6 +457,7 @@ fn main() {
             "the floor (one live CLI started ahead, a line per turn): turn 1 {floor:.0} ms, turns 2..N {floor_next:.0} ms"
         );
         gaps.print(floor);
+        floor_by_age(rounds);
         return;
     }
     let (floor_rest, warm_rest) = (rows[0].2.clone(), rows[4].2.clone());
@@ -549,6 +579,33 @@ impl Gaps {
                 );
             }
         }
+    }
+}
+
+/// The floor's first message by how long its CLI had been up
+/// (`BENCH_FLOOR_AGES`), the ages interleaved: a ready CLI is taken at any
+/// age, and the floor above is measured at 1.5 s.
+fn floor_by_age(rounds: usize) {
+    let ages: Vec<f64> = std::env::var("BENCH_FLOOR_AGES")
+        .unwrap_or_else(|_| "1,1.5,2,5".into())
+        .split(',')
+        .filter_map(|a| a.trim().parse().ok())
+        .collect();
+    if ages.is_empty() {
+        return;
+    }
+    let load = load_average();
+    let mut got = vec![Vec::new(); ages.len()];
+    for _ in 0..rounds {
+        for (i, age) in ages.iter().enumerate() {
+            got[i].push(floor_after(1, "", Duration::from_secs_f64(*age))[0]);
+        }
+    }
+    println!(
+        "\nthe floor's first message by how long its CLI had been up ({rounds} rounds, median; load average {load} at the start):"
+    );
+    for (age, t) in ages.iter().zip(got) {
+        println!("{age:>6.2} s {:>8.0}ms", median(t));
     }
 }
 
