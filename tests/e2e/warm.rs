@@ -85,6 +85,18 @@ impl Caller {
     }
 }
 
+/// Wait until a request carrying `msg` reached the API server: the turn is
+/// in the CLI's hands (a fixed sleep is not enough on a loaded machine).
+fn request_reached_the_model(w: &World, msg: &str) {
+    eventually(Duration::from_secs(30), "the turn's request", || {
+        w.server
+            .requests()
+            .iter()
+            .any(|r| r.last_user_text().is_some_and(|t| t.contains(msg)))
+            .then_some(())
+    });
+}
+
 fn eventually<T>(limit: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
     loop {
@@ -312,7 +324,7 @@ fn keeper_killed_mid_turn_the_turn_still_completes() {
     w.server.set_latency(Duration::from_millis(1500));
     let keeper = w.keeper_pid();
     let child = w.turn_in_background("message 3");
-    std::thread::sleep(Duration::from_millis(500));
+    request_reached_the_model(&w, "message 3");
     kill9(keeper);
     let out = child.wait_with_output().map(Ran::from).unwrap();
     w.server.set_latency(Duration::ZERO);
@@ -354,13 +366,7 @@ fn live_cli_killed_between_turns_or_mid_turn_the_turn_is_answered() {
     let msg = format!("message {k}");
     w.server.set_latency(Duration::from_millis(1500));
     let child = w.turn_in_background(&msg);
-    eventually(Duration::from_secs(30), "the turn's request", || {
-        w.server
-            .requests()
-            .iter()
-            .any(|r| r.last_user_text().is_some_and(|t| t.contains(&msg)))
-            .then_some(())
-    });
+    request_reached_the_model(&w, &msg);
     for pid in live {
         kill9(pid);
     }
@@ -386,7 +392,7 @@ fn a_caller_killed_mid_turn_leaves_no_live_cli_working_for_it() {
     w.server.set_latency(Duration::from_secs(3));
     let live = w.live_pids();
     let mut child = w.turn_in_background("message 3");
-    std::thread::sleep(Duration::from_millis(700));
+    request_reached_the_model(&w, "message 3");
     child.kill().unwrap();
     let _ = child.wait();
     eventually(
@@ -586,7 +592,7 @@ fn two_turns_of_one_conversation_at_once_one_warm_one_cold_never_two_writers() {
     let w = warmed();
     w.server.set_latency(Duration::from_millis(1500));
     let first = w.turn_in_background("message 3");
-    std::thread::sleep(Duration::from_millis(300));
+    request_reached_the_model(&w, "message 3");
     let second = w.turn_in_background("message 3");
     let (a, b) = (
         first.wait_with_output().map(Ran::from).unwrap(),
