@@ -550,9 +550,9 @@ mod tests {
             plan: Some(plan_view(
                 &Plan::Fresh {
                     session: "N".into(),
-                    why: plan::Why::Missed(plan::Miss::NoHistory),
+                    why: plan::Why::Missed(plan::PinMiss::NoHistory),
                 },
-                Reason::from_miss(&plan::Miss::NoHistory),
+                Reason::from_miss(&plan::PinMiss::NoHistory),
             )),
             ..Default::default()
         };
@@ -567,7 +567,7 @@ mod tests {
 
     #[test]
     fn the_why_line_wraps_under_its_label() {
-        let miss = plan::Miss::NoHistory;
+        let miss = plan::PinMiss::NoHistory;
         let r = Report {
             argv: vec!["-p".into()],
             managed: true,

@@ -4,7 +4,7 @@
 //! tried, newest first, each read only when its reply is in the prompt.
 
 use super::lookup::{self, Found, Mode, Place, Query};
-use super::plan::Miss;
+use super::plan::PinMiss;
 use super::understand::Understood;
 use crate::argv::ParsedArgs;
 use crate::continuation::{self, Earlier};
@@ -57,7 +57,7 @@ pub fn look(
     // so an edited or guessed reply stays the miss it is.
     let missed = matches!(
         found.candidate,
-        Err(Miss::NoHistory) | Err(Miss::NoPin { .. }) | Err(Miss::ReplyDiffers)
+        Err(PinMiss::NoHistory) | Err(PinMiss::NoPin { .. }) | Err(PinMiss::ReplyDiffers)
     );
     if let (true, Some(t), None) = (missed, text, &u.conv.continued) {
         if let Some(conv) = by_content(place, args, caps, t)?.filter(|c| misread(&u.conv, c)) {

@@ -3,7 +3,7 @@
 //! when there are none, where else the same turns were seen), the session
 //! file, and the in-place lease, held as a guard that releases on drop.
 
-use super::plan::{self, Candidate, Miss};
+use super::plan::{self, Candidate, PinMiss};
 use crate::argv::ParsedArgs;
 use crate::dialect::{Conversation, Role};
 use crate::identity::{Chain, Node, PreambleHash, ReplyHash, Scope, ScopeInput, ScopeParts};
@@ -132,7 +132,7 @@ pub struct Found {
     /// The chain of every prior turn, the last reply included: what this
     /// turn's own chain extends.
     pub base: Chain,
-    pub candidate: Result<Candidate, Miss>,
+    pub candidate: Result<Candidate, PinMiss>,
     pub preamble_changed: bool,
     /// The in-place lease, when taken.
     pub lease: Option<LeaseGuard>,
@@ -194,13 +194,13 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
         scope,
         node: node.clone(),
         base,
-        candidate: Err(Miss::NoHistory),
+        candidate: Err(PinMiss::NoHistory),
         preamble_changed: false,
         lease: None,
         busy: false,
     };
     if let Some(why) = q.unrecognised {
-        found.candidate = Err(Miss::NotRecognised(why.to_owned()));
+        found.candidate = Err(PinMiss::NotRecognised(why.to_owned()));
         return Ok(found);
     }
     if !q.conv.has_history() {
@@ -210,9 +210,9 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
     let replayed = ReplyHash::of(q.conv.last_assistant().unwrap_or(""));
     let pin = match plan::select(&pins, &replayed) {
         Ok(pin) => pin,
-        Err(Miss::NoPin { .. }) => {
+        Err(PinMiss::NoPin { .. }) => {
             let elsewhere = place.store.lock().find_elsewhere(&lookup_chain)?;
-            found.candidate = Err(Miss::NoPin {
+            found.candidate = Err(PinMiss::NoPin {
                 elsewhere: elsewhere
                     .map(|e| found.parts.differences(&e.parts))
                     .unwrap_or_default(),
@@ -506,7 +506,7 @@ mod tests {
         let found = lookup(&w.place, &q, Mode::Turn).unwrap();
         assert_eq!(
             found.candidate.unwrap_err(),
-            Miss::NoPin {
+            PinMiss::NoPin {
                 elsewhere: vec![
                     crate::identity::Difference::Cwd("/elsewhere".into()),
                     crate::identity::Difference::Flag("model".into()),
@@ -522,7 +522,7 @@ mod tests {
                 .unwrap()
                 .candidate
                 .unwrap_err(),
-            Miss::NotRecognised("no role markers".into())
+            PinMiss::NotRecognised("no role markers".into())
         );
     }
 }

@@ -99,7 +99,7 @@ fn prepare(
     if let Plan::Fresh { session, why } = &mut plan {
         let adoptable = !matches!(
             why,
-            Why::Compacted(_) | Why::Missed(plan::Miss::NotRecognised(_))
+            Why::Compacted(_) | Why::Missed(plan::PinMiss::NotRecognised(_))
         );
         if let Some(ready) = adoptable.then(&mut *adopt).flatten() {
             *session = ready;

@@ -7,7 +7,7 @@ use crate::store::pins::Pin;
 
 /// Why a pin was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Miss {
+pub enum PinMiss {
     /// No earlier turns in the prompt: a first turn.
     NoHistory,
     /// No dialect fits the prompt (the reason).
@@ -25,16 +25,16 @@ pub enum Miss {
 
 /// Pick the pin whose captured reply matches the last assistant turn the
 /// caller sent (proof of receipt). Newest first.
-pub fn select<'a>(pins: &'a [Pin], replayed_reply_hash: &ReplyHash) -> Result<&'a Pin, Miss> {
+pub fn select<'a>(pins: &'a [Pin], replayed_reply_hash: &ReplyHash) -> Result<&'a Pin, PinMiss> {
     if pins.is_empty() {
-        return Err(Miss::NoPin {
+        return Err(PinMiss::NoPin {
             elsewhere: Vec::new(),
         });
     }
     let pin = pins
         .iter()
         .find(|p| p.reply_hashes.contains(replayed_reply_hash))
-        .ok_or(Miss::ReplyDiffers)?;
+        .ok_or(PinMiss::ReplyDiffers)?;
     // Both go into argv (`--resume S --resume-session-at AT`): anything but
     // a UUID (a damaged or tampered database) must never get there.
     let at_ok = pin
@@ -44,7 +44,7 @@ pub fn select<'a>(pins: &'a [Pin], replayed_reply_hash: &ReplyHash) -> Result<&'
     if crate::sessions::valid_id(&pin.session) && at_ok {
         Ok(pin)
     } else {
-        Err(Miss::BadSessionId)
+        Err(PinMiss::BadSessionId)
     }
 }
 
@@ -68,7 +68,7 @@ pub struct Facts {
     pub forced_fresh: bool,
     /// The caller passed `--resume <this>` itself.
     pub caller_session: Option<String>,
-    pub candidate: Result<Candidate, Miss>,
+    pub candidate: Result<Candidate, PinMiss>,
     pub caps: Caps,
     /// A fresh UUID for a new session, should one be needed.
     pub new_id: String,
@@ -84,7 +84,7 @@ pub struct Facts {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Why {
     Forced,
-    Missed(Miss),
+    Missed(PinMiss),
     NoResumeSupport,
     SessionFileGone,
     CannotBranch,
@@ -245,7 +245,7 @@ mod tests {
         }
     }
 
-    fn cand(file: bool, head: bool, leased: bool, at: Option<&str>) -> Result<Candidate, Miss> {
+    fn cand(file: bool, head: bool, leased: bool, at: Option<&str>) -> Result<Candidate, PinMiss> {
         Ok(Candidate {
             session: S.into(),
             at: at.map(Into::into),
@@ -274,7 +274,7 @@ mod tests {
             resume_session_at: false,
             ..all()
         };
-        let rows: Vec<(bool, Result<Candidate, Miss>, Caps, Plan)> = vec![
+        let rows: Vec<(bool, Result<Candidate, PinMiss>, Caps, Plan)> = vec![
             (
                 true,
                 cand(true, true, true, Some("A")),
@@ -283,15 +283,15 @@ mod tests {
             ),
             (
                 false,
-                Err(Miss::NoPin { elsewhere: vec![] }),
+                Err(PinMiss::NoPin { elsewhere: vec![] }),
                 all(),
-                fresh(Why::Missed(Miss::NoPin { elsewhere: vec![] })),
+                fresh(Why::Missed(PinMiss::NoPin { elsewhere: vec![] })),
             ),
             (
                 false,
-                Err(Miss::ReplyDiffers),
+                Err(PinMiss::ReplyDiffers),
                 all(),
-                fresh(Why::Missed(Miss::ReplyDiffers)),
+                fresh(Why::Missed(PinMiss::ReplyDiffers)),
             ),
             (
                 false,
@@ -316,7 +316,7 @@ mod tests {
             ),
             (
                 false,
-                Err(Miss::NoHistory),
+                Err(PinMiss::NoHistory),
                 Caps {
                     session_id: false,
                     ..all()
@@ -492,7 +492,7 @@ mod tests {
         );
         assert_eq!(plan(facts("other", pinned)), asis);
         assert_eq!(plan(facts(S, cand(false, true, true, None))), asis);
-        assert_eq!(plan(facts(S, Err(Miss::ReplyDiffers))), asis);
+        assert_eq!(plan(facts(S, Err(PinMiss::ReplyDiffers))), asis);
     }
 
     #[test]
@@ -512,23 +512,29 @@ mod tests {
         assert_eq!(select(&pins, &h("y")).map(|p| p.id), Ok(1));
         assert_eq!(
             select(&pins, &h("z")).map(|p| p.id),
-            Err(Miss::ReplyDiffers)
+            Err(PinMiss::ReplyDiffers)
         );
         assert_eq!(
             select(&[], &h("z")).map(|p| p.id),
-            Err(Miss::NoPin { elsewhere: vec![] })
+            Err(PinMiss::NoPin { elsewhere: vec![] })
         );
         let bad = vec![Pin {
             session: "../x".into(),
             ..pin(3, "y")
         }];
-        assert_eq!(select(&bad, &h("y")).map(|p| p.id), Err(Miss::BadSessionId));
+        assert_eq!(
+            select(&bad, &h("y")).map(|p| p.id),
+            Err(PinMiss::BadSessionId)
+        );
         for at in ["--dangerously-skip-permissions", "", "x"] {
             let bad = vec![Pin {
                 assistant_uuid: Some(at.into()),
                 ..pin(4, "y")
             }];
-            assert_eq!(select(&bad, &h("y")).map(|p| p.id), Err(Miss::BadSessionId));
+            assert_eq!(
+                select(&bad, &h("y")).map(|p| p.id),
+                Err(PinMiss::BadSessionId)
+            );
         }
     }
 }

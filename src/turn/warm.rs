@@ -6,7 +6,7 @@
 
 use super::attempt::Attempt;
 use super::launch::{Cold, Ctx, Launch};
-use super::plan::{How, Miss, Plan, Why};
+use super::plan::{How, PinMiss, Plan, Why};
 use super::relay::{cold_exit_on, relay, Caller, Input, START_PATIENCE};
 use crate::data_dir::DataDir;
 use crate::prompt::Prompt;
@@ -495,7 +495,7 @@ impl Warm {
             // call: it runs exactly as without the shim, and no live CLI is
             // kept for a next turn that may never come.
             Plan::Fresh {
-                why: Why::Missed(Miss::NotRecognised(_)),
+                why: Why::Missed(PinMiss::NotRecognised(_)),
                 ..
             } => false,
             Plan::Fresh { .. } | Plan::Resume { .. } => true,

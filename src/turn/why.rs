@@ -1,7 +1,7 @@
 //! Why a turn ran as it did: a stable code (for `log --json`, scripts,
 //! tests) and one sentence for people. Every managed turn records one.
 
-use super::plan::{How, Miss, Plan, Why};
+use super::plan::{How, PinMiss, Plan, Why};
 use crate::identity::Difference;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,21 +80,21 @@ impl Reason {
         }
     }
 
-    pub fn from_miss(miss: &Miss) -> Reason {
+    pub fn from_miss(miss: &PinMiss) -> Reason {
         match miss {
-            Miss::NoHistory => Reason::new(
+            PinMiss::NoHistory => Reason::new(
                 "first-turn",
                 "no earlier turns in the prompt: a first turn runs fresh and is pinned for the next",
             ),
-            Miss::NotRecognised(why) => Reason::new(
+            PinMiss::NotRecognised(why) => Reason::new(
                 "not-recognised",
                 format!("the prompt fits no transcript dialect ({why}), so it ran as a first turn"),
             ),
-            Miss::NoPin { elsewhere } if elsewhere.is_empty() => Reason::new(
+            PinMiss::NoPin { elsewhere } if elsewhere.is_empty() => Reason::new(
                 "new-conversation",
                 "the shim has not seen these earlier turns before",
             ),
-            Miss::NoPin { elsewhere } => Reason::new(
+            PinMiss::NoPin { elsewhere } => Reason::new(
                 difference_code(&elsewhere[0]),
                 format!(
                     "the same conversation was seen {}",
@@ -105,11 +105,11 @@ impl Reason {
                         .join(", and ")
                 ),
             ),
-            Miss::ReplyDiffers => Reason::new(
+            PinMiss::ReplyDiffers => Reason::new(
                 "reply-differs",
                 "the last reply in the prompt is not the one the session holds (edited, truncated, or never received)",
             ),
-            Miss::BadSessionId => Reason::new(
+            PinMiss::BadSessionId => Reason::new(
                 "bad-session-id",
                 "the pinned session id is not a UUID",
             ),
@@ -251,12 +251,12 @@ mod tests {
             ),
             (Reason::of(&fresh(Why::Forced), false), "forced"),
             (
-                Reason::of(&fresh(Why::Missed(Miss::NoHistory)), false),
+                Reason::of(&fresh(Why::Missed(PinMiss::NoHistory)), false),
                 "first-turn",
             ),
             (
                 Reason::of(
-                    &fresh(Why::Missed(Miss::NoPin {
+                    &fresh(Why::Missed(PinMiss::NoPin {
                         elsewhere: vec![
                             Difference::Cwd("/a".into()),
                             Difference::Flag("model".into()),
@@ -268,7 +268,7 @@ mod tests {
             ),
             (
                 Reason::of(
-                    &fresh(Why::Missed(Miss::NoPin {
+                    &fresh(Why::Missed(PinMiss::NoPin {
                         elsewhere: vec![Difference::Flag("model".into())],
                     })),
                     false,
