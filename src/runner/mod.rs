@@ -200,6 +200,7 @@ pub fn start(
             Ok(())
         });
     }
+    child_pid.spawning();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {

@@ -82,10 +82,17 @@ pub struct ChildPid(
 struct Children {
     started: bool,
     running: Vec<i32>,
+    /// A child is being spawned: it may run already (its exec done) while
+    /// its pid is not known yet.
+    spawning: bool,
+    /// Signals that arrived meanwhile: sent once its pid is known.
+    pending: Vec<Signal>,
 }
 
 enum Child {
     NotYet,
+    /// One being spawned (and those running beside it).
+    Spawning(Vec<Pid>),
     Running(Vec<Pid>),
     Gone,
 }
@@ -94,10 +101,19 @@ impl ChildPid {
     fn lock(&self) -> std::sync::MutexGuard<'_, Children> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
+    /// A child is about to be spawned: until [`set`](Self::set) gives its
+    /// pid, a caller's signal waits for it rather than ending the shim. The
+    /// child may already run its own code then, its handlers set: the CLI
+    /// would have handled the signal without the shim.
+    pub fn spawning(&self) {
+        self.lock().spawning = true;
+    }
+    /// The child being spawned is `pid`: the signals that waited for it
+    /// are sent.
     pub fn set(&self, pid: i32) {
-        let mut c = self.lock();
-        c.started = true;
-        c.running.push(pid);
+        for sig in self.lock().started(pid) {
+            let _ = signal::kill(Pid::from_raw(pid), sig);
+        }
     }
     /// `pid` was reaped.
     pub fn clear(&self, pid: i32) {
@@ -105,10 +121,21 @@ impl ChildPid {
     }
     /// Between attempts (a retry is about to spawn): signals end the shim
     /// again, as no child would receive them.
+    /// A signal that waited for a child whose spawn failed ends the shim,
+    /// as it would have with no child.
     pub fn between(&self) {
-        let mut c = self.lock();
-        c.started = false;
-        c.running.clear();
+        let waited = self.lock().between();
+        if let Some(sig) = waited {
+            die_by(sig);
+        }
+    }
+    /// `sig` came while a child was being spawned (`told`: the children
+    /// running beside it, sent it already): kept for it, or, if its pid is
+    /// known by now, sent to it.
+    fn pend(&self, sig: Signal, told: &[Pid]) {
+        for pid in self.lock().pend(sig, told) {
+            let _ = signal::kill(pid, sig);
+        }
     }
     /// Whether a signal meant to stop the child (anything but SIGWINCH)
     /// arrived while it ran, forwarded or delivered by the terminal.
@@ -125,12 +152,52 @@ impl ChildPid {
         Signal::try_from(self.2.load(Ordering::SeqCst)).ok()
     }
     fn get(&self) -> Child {
-        let c = self.lock();
-        match (c.started, c.running.is_empty()) {
-            (false, _) => Child::NotYet,
-            (true, false) => Child::Running(c.running.iter().map(|&p| Pid::from_raw(p)).collect()),
-            (true, true) => Child::Gone,
+        self.lock().state()
+    }
+}
+
+impl Children {
+    fn pids(&self) -> Vec<Pid> {
+        self.running.iter().map(|&p| Pid::from_raw(p)).collect()
+    }
+
+    fn state(&self) -> Child {
+        match (self.spawning, self.started, self.running.is_empty()) {
+            (true, _, _) => Child::Spawning(self.pids()),
+            (false, false, _) => Child::NotYet,
+            (false, true, false) => Child::Running(self.pids()),
+            (false, true, true) => Child::Gone,
         }
+    }
+
+    /// `pid` started: the signals to send it.
+    fn started(&mut self, pid: i32) -> Vec<Signal> {
+        self.started = true;
+        self.spawning = false;
+        self.running.push(pid);
+        std::mem::take(&mut self.pending)
+    }
+
+    /// `sig` while spawning: kept, or the children to send it to now (those
+    /// started since, not in `told`).
+    fn pend(&mut self, sig: Signal, told: &[Pid]) -> Vec<Pid> {
+        if self.spawning {
+            self.pending.push(sig);
+            return Vec::new();
+        }
+        self.pids()
+            .into_iter()
+            .filter(|p| !told.contains(p))
+            .collect()
+    }
+
+    /// Between attempts, or after a failed spawn: the first signal that
+    /// waited for a child that never came.
+    fn between(&mut self) -> Option<Signal> {
+        self.started = false;
+        self.running.clear();
+        self.spawning = false;
+        std::mem::take(&mut self.pending).first().copied()
     }
 }
 
@@ -142,21 +209,31 @@ pub fn relay(child: ChildPid) -> std::io::Result<()> {
             let set = forwarded_set();
             while let Ok(sig) = set.wait() {
                 let state = child.get();
-                if sig != Signal::SIGWINCH && matches!(state, Child::Running(_)) {
+                if sig != Signal::SIGWINCH
+                    && matches!(state, Child::Running(_) | Child::Spawning(_))
+                {
                     child.2.store(sig as i32, Ordering::SeqCst);
                     child.1.store(true, Ordering::SeqCst);
                 }
+                let int_not_sent =
+                    sig == Signal::SIGINT && (child.3.load(Ordering::SeqCst) || !forward_int());
                 match state {
                     // Nothing started yet (the shim is reading the prompt or
                     // probing): the caller meant to stop `claude`, i.e. us.
                     Child::NotYet if sig != Signal::SIGWINCH => die_by(sig),
-                    Child::Running(_)
-                        if sig == Signal::SIGINT
-                            && (child.3.load(Ordering::SeqCst) || !forward_int()) => {}
+                    // A terminal's Ctrl-C, and no child that surely had it.
+                    Child::Spawning(pids) if int_not_sent && pids.is_empty() => die_by(sig),
+                    Child::Running(_) | Child::Spawning(_) if int_not_sent => {}
                     Child::Running(pids) => {
                         for pid in pids {
                             let _ = signal::kill(pid, sig);
                         }
+                    }
+                    Child::Spawning(pids) if sig != Signal::SIGWINCH => {
+                        for pid in &pids {
+                            let _ = signal::kill(*pid, sig);
+                        }
+                        child.pend(sig, &pids);
                     }
                     _ => {}
                 }
@@ -188,4 +265,46 @@ pub fn die_by(sig: Signal) -> ! {
     let _ = signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
     let _ = signal::raise(sig);
     std::process::exit(128 + sig as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_while_a_child_is_spawned_waits_for_its_pid() {
+        let mut c = Children::default();
+        assert!(matches!(c.state(), Child::NotYet), "ends the shim");
+        c.spawning = true;
+        assert!(matches!(c.state(), Child::Spawning(ref p) if p.is_empty()));
+        assert_eq!(c.pend(Signal::SIGTERM, &[]), Vec::<Pid>::new(), "kept");
+        assert_eq!(c.started(42), vec![Signal::SIGTERM], "sent once known");
+        assert!(matches!(c.state(), Child::Running(ref p) if p == &[Pid::from_raw(42)]));
+        assert!(c.started(43).is_empty(), "sent once");
+    }
+
+    #[test]
+    fn a_signal_that_finds_the_pid_known_goes_to_the_new_child_only() {
+        let mut c = Children::default();
+        c.started(7);
+        c.spawning = true;
+        let Child::Spawning(told) = c.state() else {
+            panic!("spawning")
+        };
+        // The pid became known between the relay's look and its `pend`.
+        assert!(c.started(8).is_empty());
+        assert_eq!(c.pend(Signal::SIGHUP, &told), vec![Pid::from_raw(8)]);
+    }
+
+    #[test]
+    fn a_signal_for_a_child_whose_spawn_failed_ends_the_shim() {
+        let mut c = Children {
+            spawning: true,
+            ..Default::default()
+        };
+        c.pend(Signal::SIGTERM, &[]);
+        assert_eq!(c.between(), Some(Signal::SIGTERM));
+        assert!(matches!(c.state(), Child::NotYet));
+        assert_eq!(c.between(), None, "between attempts: nothing waited");
+    }
 }
