@@ -174,14 +174,7 @@ fn replay(way: Replay, turns: usize, doc: &str) -> (Vec<f64>, Option<(u64, u64)>
         let out = run(cmd, prompt.as_bytes());
         times.push(ms(start.elapsed()));
         if let Some(log) = &log {
-            let at = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(format!("{log}.turns"))
-                .expect("turns log");
-            let line = format!("{k} {:.6} {:.1}", at.as_secs_f64(), times[k - 1]);
-            writeln!(f, "{line}").expect("turns log");
+            log_turn(log, k, at, times[k - 1]);
         }
         assert!(out.status.success(), "{}", describe(&out));
         history.push((msg, text_reply(&out.stdout)));
@@ -262,21 +255,12 @@ fn arrivals(gap: Duration, shim: Option<&std::path::Path>) -> (Vec<f64>, usize) 
             let log = log.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(at.saturating_duration_since(Instant::now()));
-                let start = Instant::now();
-                let began = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default();
+                let (start, at) = (Instant::now(), std::time::SystemTime::now());
                 let out = run(cmd, prompt.as_bytes());
                 let took = ms(start.elapsed());
                 assert!(out.status.success(), "{}", describe(&out));
                 if let Some(log) = log {
-                    let mut f = std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(format!("{log}.turns"))
-                        .expect("turns log");
-                    let line = format!("{i} {:.6} {took:.1}", began.as_secs_f64());
-                    writeln!(f, "{line}").expect("turns log");
+                    log_turn(&log, i as usize, at, took);
                 }
                 took
             })
@@ -287,6 +271,19 @@ fn arrivals(gap: Duration, shim: Option<&std::path::Path>) -> (Vec<f64>, usize) 
         .map(|t| t.join().expect("a conversation"))
         .collect();
     (times, took_ready_and_stop(&sb))
+}
+
+/// Append turn `k`'s start (Unix seconds) and wall time (ms) to `LOG.turns`,
+/// to line up with the shim's debug log in `LOG`.
+fn log_turn(log: &str, k: usize, at: std::time::SystemTime, took: f64) {
+    let at = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(format!("{log}.turns"))
+        .expect("turns log");
+    let line = format!("{k} {:.6} {took:.1}", at.as_secs_f64());
+    writeln!(f, "{line}").expect("turns log");
 }
 
 /// The 1-minute load average.
