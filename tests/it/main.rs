@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod ci_choices;
 mod cli;
 mod continuation_props;
 mod dialect_props;

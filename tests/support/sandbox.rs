@@ -129,6 +129,7 @@ impl Sandbox {
             mk("tools"),
         );
         let shim_home = root.join(data);
+        census(&root);
         let claude = bin.join("claude");
         symlink(shim_exe(), &claude).expect("link the shim as claude");
         symlink(shim_exe(), tools.join("claude-shim")).expect("link claude-shim");
@@ -404,5 +405,23 @@ pub fn default_signals(cmd: &mut Command) {
             }
             Ok(())
         });
+    }
+}
+
+/// `CLAUDE_SHIM_TEST_CENSUS=FILE` (`.ci/census`): one line per sandbox, its
+/// root and the test that made it (libtest names each test's thread), so the
+/// real CLI's starts, logged by HOME, can be counted per test.
+fn census(root: &Path) {
+    use std::io::Write;
+    let Some(file) = std::env::var_os("CLAUDE_SHIM_TEST_CENSUS") else {
+        return;
+    };
+    let test = std::thread::current().name().unwrap_or("?").to_owned();
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+    {
+        let _ = writeln!(f, "{}\t{test}", root.display());
     }
 }
