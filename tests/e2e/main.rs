@@ -15,6 +15,7 @@ mod compaction;
 mod r#continue;
 mod control;
 mod costs;
+mod deleted_cwd;
 mod dialects;
 mod differential;
 mod fleet;
