@@ -26,5 +26,6 @@ mod resume;
 mod retry;
 mod sessions;
 mod streaming;
+mod unwritable_data_dir;
 mod versions;
 mod warm;
