@@ -41,9 +41,11 @@ fn shim_dir(invoked_as: &Path) -> Option<PathBuf> {
     dir.canonicalize().ok()
 }
 
+/// PATH alone, never the cwd: a caller whose working directory was deleted
+/// still reaches the real claude (a relative PATH entry is looked up from
+/// the cwd by the system, so it finds nothing then, as in a shell).
 fn search(path: &OsString, skip_dir: Option<&Path>, me: Option<&Path>) -> Option<PathBuf> {
-    let cwd = std::env::current_dir().ok()?;
-    let candidates = which::which_in_all("claude", Some(path), cwd).ok()?;
+    let candidates = which::which_in_global("claude", Some(path)).ok()?;
     for candidate in candidates {
         let dir = candidate.parent().and_then(|d| d.canonicalize().ok());
         if skip_dir.is_some() && dir.as_deref() == skip_dir {

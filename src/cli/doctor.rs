@@ -18,8 +18,14 @@ use std::path::{Path, PathBuf};
 pub mod activation;
 mod checks;
 mod facts;
-pub use checks::{judge, Check, Level};
+pub mod room;
+pub use checks::{Check, Level};
 pub use facts::Facts;
+
+/// Every check of `facts`, in the order they are shown.
+pub fn judge(facts: &Facts) -> Vec<Check> {
+    room::with(checks::judge(facts), facts)
+}
 
 /// Check the set-up; exits non-zero with a fix-it hint when it is broken.
 #[derive(Args)]
@@ -79,7 +85,8 @@ fn guard_for_children() -> String {
 }
 
 /// Look at everything. Only reads (the probe runs the real claude with
-/// `--version` and `--help`); never creates the database.
+/// `--version` and `--help`), but for a turn's writes, tried and undone
+/// (`room`); never creates the database.
 pub fn gather(dir: Option<&Path>) -> Facts {
     let mut f = Facts {
         shim_version: env!("CARGO_PKG_VERSION").into(),
@@ -216,6 +223,7 @@ pub fn gather(dir: Option<&Path>) -> Facts {
             f.capabilities_source = "probed".into();
         }
     }
+    room::gather(&mut f);
     f.guard = std::env::var(crate::env::GUARD).ok();
     f
 }

@@ -48,6 +48,11 @@ pub struct Glance {
     /// Why the database could not be read (pins, week and last turn are
     /// then unknown).
     pub store_error: Option<String>,
+    /// Why turns cannot record themselves in the data directory (a
+    /// read-only or full file system: every turn then runs as without the
+    /// shim), each with its fix: `doctor`'s failed `disk space` and
+    /// `writes` checks.
+    pub data_dir_problems: Vec<doctor::Check>,
 }
 
 /// What runs in the background: the keeper's live CLIs and their memory.
@@ -101,6 +106,7 @@ fn gather(dir: Option<&std::path::Path>) -> Glance {
         real_version: facts.capabilities.as_ref().map(|c| c.version.clone()),
         ..Glance::default()
     };
+    g.data_dir_problems = doctor::room::trouble(&facts);
     // A damaged database is doctor's to explain; the rest still shows.
     if let Err(e) = from_store(&mut g) {
         g.store_error = Some(format!("{e:#}"));
@@ -124,8 +130,12 @@ fn background() -> Option<Background> {
 }
 
 fn from_store(g: &mut Glance) -> Result<()> {
-    let Some(store) = existing_store()? else {
-        return Ok(());
+    let store = match existing_store() {
+        Ok(Some(store)) => store,
+        Ok(None) => return Ok(()),
+        // One that cannot be opened for writing (a read-only or full file
+        // system) can still be read.
+        Err(e) => read_only_store().ok_or(e)?,
     };
     let now = crate::store::now();
     g.pinned = store.count_pinned()?;
@@ -137,6 +147,16 @@ fn from_store(g: &mut Glance) -> Result<()> {
         .next()
         .map(|r| last_turn(r, &today));
     Ok(())
+}
+
+/// The local store, opened only to read.
+fn read_only_store() -> Option<crate::store::Store> {
+    use crate::store::backend::Location;
+    let dir = crate::data_dir::DataDir::existing().ok()??;
+    if !matches!(Location::configured(&dir).ok()?, Location::Sqlite) {
+        return None;
+    }
+    crate::store::Store::open_read_only(&dir.join(crate::store::DB_FILE)).ok()
 }
 
 impl Run for Status {
@@ -194,7 +214,28 @@ pub fn render(
         (None, _) => s.red("not found (see `claude-shim doctor`)"),
     };
     put(out, "real claude", real)?;
-    if let Some(e) = &g.store_error {
+    let mut last_fix = None;
+    for p in &g.data_dir_problems {
+        // The first line: the error itself is doctor's to show.
+        let first = p.detail.lines().next().unwrap_or_default();
+        let detail = match p.level {
+            doctor::Level::Fail => s.red(first),
+            _ => s.yellow(first),
+        };
+        put(out, "data dir", detail)?;
+        // Two problems of one full disk have one fix: said once.
+        if let Some(fix) = p.fix.as_ref().filter(|f| last_fix != Some(*f)) {
+            put(out, "", format!("{} {fix}", s.bold("fix:")))?;
+        }
+        last_fix = p.fix.as_ref();
+    }
+    // A data dir that cannot be written is why its store cannot be opened
+    // for writing: said once, above.
+    if let Some(e) = g
+        .store_error
+        .as_ref()
+        .filter(|_| g.data_dir_problems.is_empty())
+    {
         put(
             out,
             "database",
@@ -242,7 +283,7 @@ pub fn render(
         ),
     };
     put(out, "background", background)?;
-    if !g.active || g.store_error.is_some() {
+    if !g.active || g.store_error.is_some() || !g.data_dir_problems.is_empty() {
         writeln!(out, "{}", s.dim("`claude-shim doctor` checks everything"))?;
     }
     Ok(())
@@ -343,6 +384,36 @@ mod tests {
         );
         let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
         assert_eq!(flat(&fitted), flat(&text(&g)), "only wrapped");
+    }
+
+    #[test]
+    fn a_data_dir_that_cannot_be_written_is_said_once_with_its_fix() {
+        let mut g = glance();
+        let problem = |name, detail: &str| doctor::Check {
+            name,
+            level: doctor::Level::Fail,
+            detail: detail.into(),
+            fix: Some("make room on that file system".into()),
+        };
+        g.data_dir_problems = vec![
+            problem("disk space", "0 B free on the file system of /d"),
+            problem(
+                "writes",
+                "a turn cannot write in /d: its file system is full.\nthe error: x",
+            ),
+        ];
+        g.store_error = Some("switching to WAL: database or disk is full".into());
+        let out = text(&g);
+        let dir: Vec<&str> = out.lines().filter(|l| l.starts_with("data dir")).collect();
+        assert_eq!(dir.len(), 2, "{out}");
+        assert!(dir[1].ends_with("its file system is full."), "{out}");
+        assert_eq!(out.matches("fix: make room").count(), 1, "{out}");
+        assert!(!out.contains("unreadable"), "{out}");
+        assert!(!out.contains("the error"), "{out}");
+        assert!(
+            out.contains("`claude-shim doctor` checks everything"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -85,6 +85,17 @@ const MIGRATIONS: &[&str] = &[
 
 pub const COUNT: usize = MIGRATIONS.len();
 
+/// Apply what is missing inside the caller's transaction (`doctor`'s
+/// trial, which rolls it back).
+pub fn apply_within(conn: &Connection) -> Result<()> {
+    let done: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(done.max(0) as usize) {
+        conn.execute_batch(sql)?;
+        conn.pragma_update(None, "user_version", (i + 1) as i64)?;
+    }
+    Ok(())
+}
+
 /// Apply what is missing. Each step re-reads the version inside an
 /// IMMEDIATE transaction, so concurrent first runs cannot apply one twice.
 pub fn apply(conn: &Connection) -> Result<()> {

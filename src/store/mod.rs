@@ -20,6 +20,7 @@ pub mod report;
 pub mod runs;
 pub mod scans;
 pub mod transcripts;
+mod trial;
 pub mod types;
 
 pub use clock::{now, Clock};

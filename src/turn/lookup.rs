@@ -47,8 +47,9 @@ impl Place {
         Ok(Place {
             store: SharedStore::new(Store::open_default(crate::warm::client::store_connection)?),
             config_dir: env::claude_config_dir().context("no Claude config dir (HOME unset)")?,
-            cwd: std::env::current_dir()?
-                .canonicalize()?
+            cwd: std::env::current_dir()
+                .and_then(|d| d.canonicalize())
+                .context("the working directory is gone (deleted or moved)")?
                 .to_string_lossy()
                 .into_owned(),
         })

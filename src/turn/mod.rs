@@ -52,6 +52,13 @@ pub fn run(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> !
 
 fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit {
     debug!("turn: managed");
+    // With no working directory (deleted under the caller) there is no
+    // place to look a conversation up in, and the CLI refuses to start:
+    // it runs as asked, and says so itself.
+    if let Err(e) = std::env::current_dir() {
+        debug!("no working directory ({e}); passing through");
+        crate::runner::exec::exec_or_die(real, &args, guard);
+    }
     // Nothing of a data directory that is not private is read, written or
     // connected to (its config, store, keeper, remembered answers): the
     // call runs as without the shim, and `doctor` says why.

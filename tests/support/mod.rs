@@ -15,6 +15,7 @@ pub mod clients;
 pub mod dist;
 pub mod figures;
 pub mod mask;
+pub mod mount;
 pub mod postgres;
 pub mod process;
 pub mod sandbox;

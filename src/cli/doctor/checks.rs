@@ -27,7 +27,7 @@ pub struct Check {
     pub fix: Option<String>,
 }
 
-fn check(name: &'static str, level: Level, detail: String, fix: Option<&str>) -> Check {
+pub(super) fn check(name: &'static str, level: Level, detail: String, fix: Option<&str>) -> Check {
     Check {
         name,
         level,
@@ -41,11 +41,11 @@ const REAL_FIX: &str = "install Claude Code (`npm install -g @anthropic-ai/claud
 
 /// A fix is a command to paste: a code span (`human::wrap` never breaks
 /// one), its paths quoted for the shell.
-fn code(cmd: &str) -> String {
+pub(super) fn code(cmd: &str) -> String {
     format!("`{cmd}`")
 }
 
-fn quoted(path: &Path) -> String {
+pub(super) fn quoted(path: &Path) -> String {
     crate::text::quote::posix(&path.to_string_lossy())
 }
 

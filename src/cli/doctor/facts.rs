@@ -62,6 +62,15 @@ pub struct Facts {
     pub db_size: u64,
     pub db_health: Option<Health>,
     pub db_error: Option<String>,
+    /// The file system the data directory is on (or, before it exists,
+    /// would be created on).
+    pub data_dir_space: Option<Space>,
+    /// How a turn's writes were tried (and undone): not when the data
+    /// directory is refused or does not exist yet.
+    pub write_trial: Option<Trial>,
+    /// Why that failed, and what it comes down to (for the fix).
+    pub write_error: Option<String>,
+    pub write_cause: Option<WriteCause>,
     /// `CLAUDE_SHIM_GUARD` as found.
     pub guard: Option<String>,
     /// The last lines of `<data dir>/errors.log`.
@@ -69,4 +78,38 @@ pub struct Facts {
     /// Binaries and places whose live CLI did not answer lately (their
     /// turns run cold for a while): `<binary> in <cwd>: <why>`.
     pub warm_off: Vec<String>,
+}
+
+/// Room on the data directory's file system, as this user may use it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Space {
+    /// Where it was measured: the data directory, or the nearest directory
+    /// above it that exists.
+    pub at: PathBuf,
+    pub free_bytes: u64,
+    pub free_inodes: u64,
+    /// 0: the file system does not count them (no limit to run out of).
+    pub total_inodes: u64,
+    pub read_only: bool,
+}
+
+/// What a failed write comes down to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteCause {
+    ReadOnly,
+    Full,
+    Denied,
+    Other,
+}
+
+/// How doctor tried a turn's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trial {
+    /// In the store, rolled back (`Store::trial`).
+    Store,
+    /// A file written and removed in the data directory: beside a shared
+    /// store, or a local one that fails its own check.
+    File,
 }
