@@ -45,6 +45,9 @@ pub const WARM_TTL: &str = "CLAUDE_SHIM_WARM_TTL";
 pub const WARM_MEMORY: &str = "CLAUDE_SHIM_WARM_MEMORY";
 /// `0`: no CLI started ahead of a scope's next new conversation.
 pub const WARM_READY: &str = "CLAUDE_SHIM_WARM_READY";
+/// How long a new live process may stay silent before it is taken for one
+/// that cannot answer.
+pub const WARM_START_PATIENCE: &str = "CLAUDE_SHIM_WARM_START_PATIENCE";
 /// Where the store lives: `sqlite` (default: `<data dir>/shim.db`) or a
 /// `postgres://…` URL shared by a fleet of replicas.
 pub const STORE: &str = "CLAUDE_SHIM_STORE";
@@ -154,6 +157,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         WARM_READY,
         "0 = no CLI kept ready for a new conversation's first turn (default: after a turn, one per directory and flags, for a minute)",
+    ),
+    (
+        WARM_START_PATIENCE,
+        "how long a new live CLI may say nothing before its turn runs cold and warm turns go off for an hour there (default 20s)",
     ),
     (
         TEST_PANIC,
@@ -287,6 +294,16 @@ pub fn warm_ttl() -> std::time::Duration {
         .ok()
         .and_then(|v| span(&v))
         .unwrap_or(std::time::Duration::from_secs(300))
+}
+
+/// How long a new live CLI may say nothing (`CLAUDE_SHIM_WARM_START_PATIENCE`,
+/// default 20 s).
+pub fn warm_start_patience() -> std::time::Duration {
+    std::env::var(WARM_START_PATIENCE)
+        .ok()
+        .and_then(|v| span(&v))
+        .filter(|d| !d.is_zero())
+        .unwrap_or(std::time::Duration::from_secs(20))
 }
 
 /// `CLAUDE_SHIM_WARM_MEMORY` in bytes: `1G`, `512M`, `300000K` or plain bytes.

@@ -49,7 +49,9 @@ pub(super) fn cold_exit_on(sig: nix::sys::signal::Signal) -> Exit {
 /// How long a new live CLI may take to say anything about its first
 /// message (the CLI prints its init event before it calls the API; a cold
 /// start takes 0.4–2 s).
-pub(super) const START_PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
+pub(super) fn start_patience() -> std::time::Duration {
+    crate::env::warm_start_patience()
+}
 
 pub(super) struct Relayed {
     /// The turn's exit status, from its result.
@@ -64,7 +66,7 @@ pub(super) struct Relayed {
     pub(super) wrote: usize,
     /// Bytes the process printed on stderr.
     pub(super) stderr: usize,
-    /// A new process said nothing in [`START_PATIENCE`] (it was ended).
+    /// A new process said nothing in [`start_patience`] (it was ended).
     pub(super) unresponsive: bool,
     /// An Agent SDK caller sent a control request after its message.
     pub(super) caller_controlled: bool,
@@ -233,6 +235,7 @@ pub(super) fn relay(
     // Bytes still to relay after the caller's signal (see below), if draining.
     let mut draining: Option<usize> = None;
     let started = std::time::Instant::now();
+    let patience = start_patience();
     let mut spoke = false;
     let kill = || {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(lent.pid), Signal::SIGKILL);
@@ -242,8 +245,8 @@ pub(super) fn relay(
     'turn: loop {
         // A new process that never answers a stream-json message (not a CLI
         // that speaks it) must not hang the turn: it goes, the turn runs cold.
-        if lent.fresh && !spoke && started.elapsed() > START_PATIENCE {
-            debug!("warm: the new live CLI said nothing in {START_PATIENCE:?}; ending it");
+        if lent.fresh && !spoke && started.elapsed() > patience {
+            debug!("warm: the new live CLI said nothing in {patience:?}; ending it");
             kill();
             out.unresponsive = true;
             break;

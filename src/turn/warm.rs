@@ -7,7 +7,7 @@
 use super::attempt::Attempt;
 use super::launch::{Cold, Ctx, Launch};
 use super::plan::{How, PinMiss, Plan, Why};
-use super::relay::{cold_exit_on, relay, Caller, Input, START_PATIENCE};
+use super::relay::{cold_exit_on, relay, start_patience, Caller, Input};
 use crate::data_dir::DataDir;
 use crate::prompt::Prompt;
 use crate::runner::tee;
@@ -220,7 +220,7 @@ impl Warm {
              {} s (a wrapper that buffers its input, or a release that does not speak \
              stream-json); those turns run cold. `claude-shim warm stop` tries again now",
             self.cwd,
-            START_PATIENCE.as_secs()
+            start_patience().as_secs()
         );
         let s = crate::warm::unresponsive::Silent {
             binary,
@@ -228,7 +228,7 @@ impl Warm {
             since: crate::store::now(),
             why: format!(
                 "a new live CLI said nothing in {} s",
-                START_PATIENCE.as_secs()
+                start_patience().as_secs()
             ),
         };
         if let Err(e) = crate::warm::unresponsive::record(&self.data_dir, &self.silent, &s) {

@@ -1,6 +1,6 @@
 //! Live CLIs that never answered. A wrapper that buffers its stdin, or a
 //! release that does not speak stream-json, leaves a new live process silent:
-//! the turn waits for it (`START_PATIENCE`), then runs cold. Remembered here,
+//! the turn waits for it (`CLAUDE_SHIM_WARM_START_PATIENCE`, 20 s), then runs cold. Remembered here,
 //! per binary and scope (cwd and flags), the turns after it go cold at once
 //! for a while (`FOR`) instead of waiting again; `doctor` and `warm status`
 //! show it, `warm stop` forgets it. Kept in the data directory

@@ -498,6 +498,10 @@ fn storm_real_cli() {
     let mut sb = crate::support::Sandbox::real(&server);
     let log = sb.root.join("shim.log");
     sb.set_env("CLAUDE_SHIM_LOG", &log);
+    // 32 CLIs starting at once on 2 cores keep a new live CLI from its first
+    // word for more than the default 20 s, which the shim takes for a CLI that
+    // cannot answer (RELIABILITY.md, observations): the storm waits for it.
+    sb.set_env("CLAUDE_SHIM_WARM_START_PATIENCE", "120s");
     let all = conversations(&sb.work, &sb.root);
     let convs = vec![
         all[0].clone(),
