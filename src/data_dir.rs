@@ -173,6 +173,17 @@ impl DataDir {
         Ok(dir)
     }
 
+    /// A new file of ours, by name: created here and now (never one that was
+    /// there, nor through a planted link), private from its first byte.
+    pub fn create_private(&self, name: impl AsRef<Path>) -> std::io::Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(self.0.join(name))
+    }
+
     /// The contents of a file of ours (`None`: there is none). A link, or a
     /// file someone else owns or may write, is refused.
     pub fn read(&self, name: impl AsRef<Path>) -> std::io::Result<Option<Vec<u8>>> {

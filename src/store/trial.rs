@@ -105,13 +105,9 @@ impl Drop for Scratch {
 }
 
 fn scratch(dir: &DataDir) -> Result<()> {
-    let path = dir.join(format!(".doctor-trial-{}.db", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&path)
+    let name = format!(".doctor-trial-{}.db", std::process::id());
+    let path = dir.join(&name);
+    dir.create_private(&name)
         .with_context(|| format!("creating a file in {}", dir.path().display()))?;
     let guard = Scratch(path.clone());
     let conn = Connection::open(&path)

@@ -162,6 +162,29 @@ fn filters_name_tests(name: &str, rows: &[Vec<String>]) {
     );
 }
 
+/// Table `name` holds `callers` (the files of `src/` that `what`): each has
+/// its row, every row but `own` names such a file, `own` is there, and every
+/// filter names tests.
+fn held(name: &str, rows: &[Vec<String>], callers: &BTreeSet<String>, own: &str, what: &str) {
+    let listed: BTreeSet<String> = rows.iter().map(|r| r[0].clone()).collect();
+    let missing: Vec<&String> = callers.difference(&listed).collect();
+    assert!(
+        missing.is_empty(),
+        "these files {what} but have no line in .ci/test's {name}, so its run would not \
+         reach them: {missing:?}"
+    );
+    let stale: Vec<&String> = listed
+        .iter()
+        .filter(|f| *f != own && !callers.contains(*f))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "{name} names files that make no such call: {stale:?}"
+    );
+    assert!(listed.contains(own), "{name} must have its `{own}` line");
+    filters_name_tests(name, rows);
+}
+
 #[test]
 fn every_call_of_a_linux_only_function_is_in_the_portable_run() {
     let rows = table("PORTABLE");
@@ -170,26 +193,8 @@ fn every_call_of_a_linux_only_function_is_in_the_portable_run() {
         .map(|f| format!("platform::{f}"))
         .collect();
     let callers = files_calling(&calls);
-    let listed: BTreeSet<String> = rows.iter().map(|r| r[0].clone()).collect();
-    let missing: Vec<&String> = callers.difference(&listed).collect();
-    assert!(
-        missing.is_empty(),
-        "these files call a Linux-only function of src/platform.rs ({calls:?}) but have no \
-         line in .ci/test's PORTABLE, so the portable run would not reach them: {missing:?}"
-    );
-    let stale: Vec<&String> = listed
-        .iter()
-        .filter(|f| *f != "src/platform.rs" && !callers.contains(*f))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "PORTABLE names files that make no such call: {stale:?}"
-    );
-    assert!(
-        listed.contains("src/platform.rs"),
-        "PORTABLE must run platform.rs's own tests"
-    );
-    filters_name_tests("PORTABLE", &rows);
+    let what = format!("call a Linux-only function of src/platform.rs ({calls:?})");
+    held("PORTABLE", &rows, &callers, "src/platform.rs", &what);
 }
 
 /// The calls a static glibc serves differently from a dynamic one, as the
@@ -221,26 +226,8 @@ fn every_call_a_static_glibc_changes_is_in_the_packaged_run() {
         callers.contains("src/store/postgres/open.rs"),
         "the search for static-glibc calls missed the store's connection: {callers:?}"
     );
-    let listed: BTreeSet<String> = rows.iter().map(|r| r[0].clone()).collect();
-    let missing: Vec<&String> = callers.difference(&listed).collect();
-    assert!(
-        missing.is_empty(),
-        "these files make a call a static glibc serves differently (NSS, iconv, dlopen) but \
-         have no line in .ci/test's PACKAGED: {missing:?}"
-    );
-    let stale: Vec<&String> = listed
-        .iter()
-        .filter(|f| *f != "start" && !callers.contains(*f))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "PACKAGED names files that make no such call: {stale:?}"
-    );
-    assert!(
-        listed.contains("start"),
-        "PACKAGED must run the tests of a start"
-    );
-    filters_name_tests("PACKAGED", &rows);
+    let what = "make a call a static glibc serves differently (NSS, iconv, dlopen)";
+    held("PACKAGED", &rows, &callers, "start", what);
 }
 
 #[test]

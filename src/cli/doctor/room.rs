@@ -79,14 +79,10 @@ fn space(dir: &Path) -> Option<Space> {
 fn scratch_file(dir: &DataDir) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = dir.join(format!(".doctor-trial-{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&path)
+    let name = format!(".doctor-trial-{}", std::process::id());
+    let path = dir.join(&name);
+    let mut file = dir
+        .create_private(&name)
         .with_context(|| format!("creating a file in {}", dir.path().display()))?;
     let written = file
         .write_all(&[0; 4096])
