@@ -50,6 +50,7 @@ enum Way {
 fn conversation(sdk: Sdk, way: Way, turns: usize) -> Vec<f64> {
     let server = ApiServer::start();
     let mut sb = Sandbox::real(&server);
+    sb.ready_clis(); // as users run it (tests turn it off)
     if let Some(log) = std::env::var_os("BENCH_SHIM_LOG") {
         sb.set_env("CLAUDE_SHIM_LOG", log);
     }

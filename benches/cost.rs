@@ -171,7 +171,8 @@ struct Conversation {
 /// Drive one conversation of `n` turns.
 fn drive(d: &Dialect, way: Way, n: usize) -> Conversation {
     let server = server();
-    let sandbox = Sandbox::real(&server);
+    let mut sandbox = Sandbox::real(&server);
+    sandbox.ready_clis(); // as users run it (tests turn it off)
     let session = uuid::Uuid::new_v4().to_string();
     let mut history: Vec<(String, String)> = Vec::new();
     let start = Instant::now();

@@ -72,7 +72,8 @@ fn floor(turns: usize, doc: &str) -> Vec<f64> {
 /// [`floor`], its first message sent `ahead` after the CLI started.
 fn floor_after(turns: usize, doc: &str, ahead: Duration) -> Vec<f64> {
     let server = ApiServer::start();
-    let sb = Sandbox::real(&server);
+    let mut sb = Sandbox::real(&server);
+    sb.ready_clis(); // as users run it (tests turn it off)
     let mut cmd = sb.direct([
         "-p",
         "--input-format",
@@ -114,7 +115,8 @@ fn floor_after(turns: usize, doc: &str, ahead: Duration) -> Vec<f64> {
 /// A client resuming natively: a cold `claude -p --resume S "msg"` per turn.
 fn native(turns: usize) -> Vec<f64> {
     let server = ApiServer::start();
-    let sb = Sandbox::real(&server);
+    let mut sb = Sandbox::real(&server);
+    sb.ready_clis(); // as users run it (tests turn it off)
     let mut session = String::new();
     let mut times = Vec::new();
     for k in 1..=turns {
@@ -145,6 +147,7 @@ enum Replay {
 fn replay(way: Replay, turns: usize, doc: &str) -> (Vec<f64>, Option<(u64, u64)>) {
     let server = ApiServer::start();
     let mut sb = Sandbox::real(&server);
+    sb.ready_clis(); // as users run it (tests turn it off)
     if way == Replay::ShimCold {
         sb.set_env("CLAUDE_SHIM_WARM", "0");
     }
@@ -195,8 +198,9 @@ fn replay(way: Replay, turns: usize, doc: &str) -> (Vec<f64>, Option<(u64, u64)>
 fn first_turns(conversations: usize) -> (Vec<f64>, usize) {
     let server = ApiServer::start();
     let mut sb = Sandbox::real(&server);
-    // Room for the conversations it opens and a ready CLI beside them (a
-    // full pool starts none: it never ends a conversation's CLI for one).
+    sb.ready_clis(); // as users run it (tests turn it off)
+                     // Room for the conversations it opens and a ready CLI beside them (a
+                     // full pool starts none: it never ends a conversation's CLI for one).
     sb.set_env("CLAUDE_SHIM_WARM_MAX", "8");
     let mut times = Vec::new();
     for k in 0..=conversations {
@@ -224,6 +228,7 @@ fn first_turns(conversations: usize) -> (Vec<f64>, usize) {
 fn arrivals(gap: Duration, shim: Option<&std::path::Path>) -> (Vec<f64>, usize) {
     let server = ApiServer::start();
     let mut sb = Sandbox::real(&server);
+    sb.ready_clis(); // as users run it (tests turn it off)
     let log = std::env::var("BENCH_ARRIVALS_LOG")
         .ok()
         .filter(|_| shim.is_none());

@@ -7,7 +7,7 @@
 //! the database grows by more than a few KiB a turn or the WAL without bound.
 //! Time is printed, never asserted. ~15 s on 2 cores.
 //!
-//! A test without libtest (`harness = false`): `cargo test --release --test
+//! A test without libtest (`harness = false`): `cargo test --profile tests --test
 //! soak`. `SOAK_CONVS` (default 100) and `SOAK_TURNS` per conversation
 //! (default 10) scale it; `SOAK_KEEP=1` keeps the directory. Run as part of
 //! `cargo test` unless a test-name filter that "soak" does not match is given.

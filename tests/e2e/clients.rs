@@ -349,7 +349,10 @@ fn with_persistence_respected_a_caller_without_it_is_left_alone() {
 /// difference is logged), and the turns resume as before.
 #[test]
 fn python_sdk_initialize_is_answered_at_once_after_two_starts_agreed() {
-    let w = SdkWorld::new();
+    let mut w = SdkWorld::new();
+    // Its second conversation takes a ready CLI: the remembered answer and
+    // a CLI started ahead of the message meet.
+    w.sb.ready_clis();
     let log = w.sb.root.join("shim.log");
     let n = 5;
     let (turns, _) = w.run_client(Sdk::Python, "replay", n, "message {k}");

@@ -14,6 +14,8 @@ use std::time::Duration;
 /// A sandbox with its debug log, warm turns on unless `warm` is false.
 fn sandbox(server: &ApiServer, warm: bool) -> Sandbox {
     let mut sb = Sandbox::real(server);
+    // What outlives a call includes the CLIs started ready.
+    sb.ready_clis();
     if !warm {
         sb.set_env("CLAUDE_SHIM_WARM", "0");
     }

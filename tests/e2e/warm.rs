@@ -58,8 +58,11 @@ impl std::ops::DerefMut for Caller {
 }
 
 impl Caller {
+    /// The keeper's own suite: with ready CLIs, as users run it.
     fn new(warm: bool) -> Caller {
-        Caller(World::warm(warm))
+        let mut w = World::warm(warm);
+        w.sb.ready_clis();
+        Caller(w)
     }
 
     /// One turn of a `Human:`/`Assistant:` client replaying its transcript on stdin.

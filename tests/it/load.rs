@@ -502,6 +502,8 @@ fn storm_real_cli() {
     // word for more than the default 20 s, which the shim takes for a CLI that
     // cannot answer (RELIABILITY.md, observations): the storm waits for it.
     sb.set_env("CLAUDE_SHIM_WARM_START_PATIENCE", "120s");
+    // The keeper under load as users run it: with CLIs started ready.
+    sb.ready_clis();
     let all = conversations(&sb.work, &sb.root);
     let convs = vec![
         all[0].clone(),

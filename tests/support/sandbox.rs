@@ -104,6 +104,12 @@ impl Sandbox {
             ("ANTHROPIC_API_KEY", "x"),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
             ("DISABLE_TELEMETRY", "1"),
+            // No CLI started ahead of a next new conversation: a test of one
+            // conversation (most) never has one, and each costs a real CLI's
+            // start (about a second of CPU, the tests' scarce resource). The
+            // tests of ready CLIs, and of what outlives a call, turn it back on
+            // (`Sandbox::ready_clis`).
+            ("CLAUDE_SHIM_WARM_READY", "0"),
         ] {
             sb.set_env(k, v);
         }
@@ -170,6 +176,12 @@ impl Sandbox {
             sb.set_env("CLAUDE_SHIM_WARM", "0");
         }
         sb
+    }
+
+    /// CLIs started ready for new conversations, as by default outside the
+    /// tests (`Sandbox::real` turns them off).
+    pub fn ready_clis(&mut self) -> &mut Self {
+        self.set_env("CLAUDE_SHIM_WARM_READY", "1")
     }
 
     /// Add (or override) an environment variable for every command built afterwards.
@@ -412,16 +424,30 @@ pub fn default_signals(cmd: &mut Command) {
 /// root and the test that made it (libtest names each test's thread), so the
 /// real CLI's starts, logged by HOME, can be counted per test.
 fn census(root: &Path) {
+    let test = std::thread::current().name().unwrap_or("?").to_owned();
+    census_line(&format!("{}\t{test}", root.display()));
+}
+
+/// For `.ci/census`: the engines of a sandbox's turns (whether a ready CLI
+/// it started served one).
+pub fn census_engines(root: &Path, engines: &[String]) {
+    census_line(&format!(
+        "{}\tengines\t{}",
+        root.display(),
+        engines.join(",")
+    ));
+}
+
+fn census_line(line: &str) {
     use std::io::Write;
     let Some(file) = std::env::var_os("CLAUDE_SHIM_TEST_CENSUS") else {
         return;
     };
-    let test = std::thread::current().name().unwrap_or("?").to_owned();
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(file)
     {
-        let _ = writeln!(f, "{}\t{test}", root.display());
+        let _ = writeln!(f, "{line}");
     }
 }

@@ -291,6 +291,11 @@ impl Default for World {
 
 impl Drop for World {
     fn drop(&mut self) {
+        if std::env::var_os("CLAUDE_SHIM_TEST_CENSUS").is_some() {
+            // Not while a test's store is broken on purpose: a panic in drop.
+            let engines = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.engines()));
+            crate::support::sandbox::census_engines(&self.sb.root, &engines.unwrap_or_default());
+        }
         // Leave no keeper or live CLI behind, whatever the test did.
         for pid in self.processes() {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
