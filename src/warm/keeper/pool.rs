@@ -582,6 +582,7 @@ mod tests {
         match p.turn(conn, &turn(session)) {
             ForTurn::Lent { id, reply, .. } => (id, reply),
             ForTurn::EndFirst(id) => panic!("{session}: {id} to end first"),
+            ForTurn::Finishing(id) => panic!("{session}: {id} still lent"),
             ForTurn::Miss(why) => panic!("{session}: {why}"),
         }
     }
