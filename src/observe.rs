@@ -50,6 +50,9 @@ pub struct Observation {
     pub text: Option<String>,
     /// Bytes seen on stdout.
     pub bytes: u64,
+    /// The caller stopped reading before the output ended: what was seen is
+    /// a part (the session file holds the whole reply).
+    pub cut: bool,
 }
 
 impl Observation {
@@ -124,6 +127,11 @@ impl Observer {
     /// without showing them to the observer (see `skipped`).
     pub fn wants_bytes(&self) -> bool {
         !(self.format == OutputFormat::Text && self.overflow)
+    }
+
+    /// The caller's end closed: nothing more is seen of this output.
+    pub fn cut(&mut self) {
+        self.obs.cut = true;
     }
 
     /// Count bytes that went past without being fed.

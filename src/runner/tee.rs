@@ -226,6 +226,9 @@ pub fn copy(
             None => std::borrow::Cow::Borrowed(chunk),
         };
         if !sealed_pass(to, &out, &hold, proven, sealer.as_mut(), &tap) {
+            if let Some(o) = tap.observer.as_mut() {
+                o.cut();
+            }
             break;
         }
         if !was_released && released(&hold) {
@@ -353,6 +356,9 @@ fn rendered(
             }
             let out = render.line(&line).out;
             if !sealed_pass(to, &out, &hold, proven, sealer.as_mut(), &tap) {
+                if let Some(o) = tap.observer.as_mut() {
+                    o.cut();
+                }
                 return tap.observer;
             }
         }

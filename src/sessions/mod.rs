@@ -1,6 +1,7 @@
 //! Claude Code's session files: `<config>/projects/<slug>/<id>.jsonl`.
 //! Found by id under any project dir rather than by rebuilding the slug.
 
+pub mod reply;
 pub mod scan;
 
 use crate::events::Usage;

@@ -160,6 +160,19 @@ pub fn next_pin(
     })
 }
 
+/// A run's observation with its reply as the session file holds it (the
+/// caller stopped reading before the output ended): what the whole output
+/// would have shown of it.
+pub fn with_whole_reply(obs: &Observation, reply: crate::sessions::reply::Reply) -> Observation {
+    Observation {
+        assistant_uuids: reply.uuids,
+        assistant_texts: reply.texts,
+        text: Some(reply.last),
+        answered: true,
+        ..obs.clone()
+    }
+}
+
 /// What a turn used and cost. The CLI's totals run over the whole session
 /// (also across resumes and forks), so a turn's cost is the total after it
 /// less the total the CLI started from (`base`: the resumed session's saved
@@ -447,6 +460,26 @@ impl Recorder {
     }
 
     fn pin(&self, st: &mut State, obs: &Observation) {
+        // A caller that stopped reading early left the observer a part of
+        // the reply: the session file has it whole, or nothing is pinned
+        // (a part would match no replay of the reply, or a truncated one).
+        let whole;
+        let obs = match obs.cut && obs.result.is_none() && !matches!(self.plan, Plan::AsIs { .. }) {
+            false => obs,
+            true => {
+                let file = crate::sessions::find(&self.config_dir, self.plan.target_session());
+                match file.and_then(|f| crate::sessions::reply::last_reply(&f)) {
+                    Some(reply) => {
+                        whole = with_whole_reply(obs, reply);
+                        &whole
+                    }
+                    None => {
+                        debug!("not pinned: the caller stopped reading, and the session file holds no finished reply");
+                        return;
+                    }
+                }
+            }
+        };
         let file_head = || {
             crate::sessions::find(&self.config_dir, self.plan.target_session())
                 .and_then(|f| crate::sessions::last_assistant_uuid(&f))
@@ -609,6 +642,28 @@ mod tests {
         };
         let p = next_pin(&resume, &c, &text, Some("F".into())).unwrap();
         assert_eq!(p.assistant_uuid.as_deref(), Some("F"));
+    }
+
+    #[test]
+    fn a_reply_read_in_part_is_pinned_whole_from_the_session_file() {
+        let resume = Plan::Resume {
+            session: S.into(),
+            how: How::InPlace,
+        };
+        let whole = "a long answer, all of it";
+        let part = Observation {
+            text: Some("a long an".into()),
+            cut: true,
+            ..Default::default()
+        };
+        let reply = crate::sessions::reply::Reply {
+            uuids: vec!["A9".into()],
+            texts: vec![whole.into()],
+            last: whole.into(),
+        };
+        let pin = next_pin(&resume, &ctx(), &with_whole_reply(&part, reply), None).unwrap();
+        assert_eq!(pin.reply_hashes, vec![identity::ReplyHash::of(whole)]);
+        assert_eq!(pin.assistant_uuid.as_deref(), Some("A9"));
     }
 
     #[test]

@@ -9,6 +9,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod back_to_back;
+mod caller_stops_reading;
 mod cli_env;
 mod clients;
 mod compaction;

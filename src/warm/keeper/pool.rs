@@ -42,6 +42,9 @@ pub enum ForTurn {
     /// Its live CLI cannot serve (something changed since it started): it
     /// is ending (the asker holds the lease); ask again once it is gone.
     EndFirst(u64),
+    /// Its live CLI is still lent for the turn before (whose caller already
+    /// has the result, and moved on): ask again once it is given back.
+    Finishing(u64),
     Miss(Miss),
 }
 
@@ -94,6 +97,13 @@ impl Pool {
         self.entries.contains_key(&id)
     }
 
+    /// Whether `id` is lent for a turn.
+    pub fn is_lent(&self, id: u64) -> bool {
+        self.entries
+            .get(&id)
+            .is_some_and(|e| matches!(e.state, State::Lent(_)))
+    }
+
     /// The pipes of the idle CLIs, which the keeper's loop wakes for.
     pub fn watched(&self) -> impl Iterator<Item = BorrowedFd<'_>> {
         self.entries
@@ -132,7 +142,7 @@ impl Pool {
             .find(|(_, e)| &e.session == session && !matches!(e.state, State::Stopping { .. }))
             .map(|(k, e)| (*k, e.state));
         match found {
-            Some((_, State::Lent(_))) => return ForTurn::Miss(Miss::Busy),
+            Some((e, State::Lent(_))) => return ForTurn::Finishing(e),
             Some((e, State::Idle)) => {
                 let entry = self.entries.get_mut(&e).expect("found above");
                 if &entry.key == key && &entry.head == head && grown(entry.file_size, file_size) {
@@ -572,6 +582,7 @@ mod tests {
         match p.turn(conn, &turn(session)) {
             ForTurn::Lent { id, reply, .. } => (id, reply),
             ForTurn::EndFirst(id) => panic!("{session}: {id} to end first"),
+            ForTurn::Finishing(id) => panic!("{session}: {id} still lent"),
             ForTurn::Miss(why) => panic!("{session}: {why}"),
         }
     }
@@ -865,7 +876,8 @@ mod tests {
         let fake = Fake::default();
         let mut p = pool(&fake, 4, 1 << 40);
         let (id, _) = lend(&mut p, 1, "A");
-        assert_eq!(miss(&mut p, "A"), Miss::Busy);
+        assert!(matches!(p.turn(9, &turn("A")), ForTurn::Finishing(e) if e == id));
+        assert!(p.is_lent(id));
         assert_eq!(p.release("A"), Err(Miss::InUse));
         assert_eq!(p.idle(None), Vec::<u64>::new());
         assert_eq!(fake.kids().len(), 1);

@@ -43,7 +43,17 @@ struct Conn {
     wants_end: bool,
     /// A CLI to start ready for the scope of its turn, once that is done.
     ready: Option<(String, Start)>,
+    /// A turn waiting for its conversation's CLI, still lent for the turn
+    /// before, until the deadline.
+    queued: Option<(u64, Request, Instant)>,
 }
+
+/// How long a turn waits for its conversation's live CLI to be given back
+/// by the turn before. That turn has its result (this one continues from
+/// it): what is left is its shim's last steps, milliseconds — far sooner
+/// than a new CLI could start (0.4–2 s), and a new one for the same session
+/// would be its second writer. Past this the turn runs cold, as before.
+const LENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn ended(status: ExitStatus) -> Reply {
     use std::os::unix::process::ExitStatusExt;
@@ -77,6 +87,7 @@ impl Server {
         self.read_all();
         self.pool.watch_idle();
         self.reap();
+        self.serve_queued();
         self.store_pool.expire();
         self.pool.expire();
         self.pool.trim();
@@ -124,6 +135,7 @@ impl Server {
                 ended: None,
                 wants_end: false,
                 ready: None,
+                queued: None,
             },
         );
         self.last_activity = Instant::now();
@@ -167,9 +179,9 @@ impl Server {
             let Some(c) = self.conns.get_mut(&id) else {
                 return;
             };
-            let line_end = match c.waiting {
-                Some(_) => None,
-                None => memchr::memchr(b'\n', &c.buf),
+            let line_end = match (&c.waiting, &c.queued) {
+                (None, None) => memchr::memchr(b'\n', &c.buf),
+                _ => None,
             };
             let Some(nl) = line_end else {
                 if gone {
@@ -194,6 +206,7 @@ impl Server {
             return;
         };
         c.closed = true;
+        c.queued = None;
         if let Some(entry) = c.lent.take() {
             self.pool.abandon(entry);
         }
@@ -304,6 +317,32 @@ impl Server {
     }
 
     fn turn(&mut self, conn: u64, req: Request) {
+        let until = Instant::now() + LENT_PATIENCE;
+        self.turn_until(conn, req, until)
+    }
+
+    /// Turns that waited for a lent CLI: served once it is back (or gone),
+    /// or run cold past their deadline.
+    pub fn serve_queued(&mut self) {
+        let due: Vec<u64> = self
+            .conns
+            .iter()
+            .filter_map(|(id, c)| {
+                let (entry, _, until) = c.queued.as_ref()?;
+                (!self.pool.is_lent(*entry) || Instant::now() >= *until).then_some(*id)
+            })
+            .collect();
+        for conn in due {
+            let Some((_, req, until)) = self.conns.get_mut(&conn).and_then(|c| c.queued.take())
+            else {
+                continue;
+            };
+            self.turn_until(conn, req, until);
+            self.read_conn(conn);
+        }
+    }
+
+    fn turn_until(&mut self, conn: u64, req: Request, until: Instant) {
         if let Request::Turn {
             key,
             ready: Some(r),
@@ -322,6 +361,13 @@ impl Server {
                 self.reply(conn, &reply, &fds);
             }
             ForTurn::EndFirst(id) => self.stop_then(conn, vec![id], req, true),
+            ForTurn::Finishing(id) if Instant::now() < until => {
+                crate::debug!("keeper: a turn waits for its live CLI, still lent");
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.queued = Some((id, req, until));
+                }
+            }
+            ForTurn::Finishing(_) => self.miss(conn, Miss::Busy),
             ForTurn::Miss(why) => self.miss(conn, why),
         }
     }
@@ -467,13 +513,19 @@ mod tests {
             Reply::Miss { why: Miss::InUse }
         );
         assert!(!kid.stdin_closed() && !kid.killed());
-        // Another turn of the conversation meanwhile: not lent twice.
-        assert_eq!(c.ask(&mut s, turn("S")).0, Reply::Miss { why: Miss::Busy });
+        // Another turn of the conversation meanwhile: not lent twice; past
+        // its patience it runs cold, within it it waits for the CLI.
+        s.turn_until(c.id, turn("S"), Instant::now());
+        assert_eq!(c.answer().unwrap().0, Reply::Miss { why: Miss::Busy });
+        s.handle(c.id, turn("S"));
+        s.serve_queued();
+        assert!(c.answer().is_none());
         assert_eq!(fake.kids().len(), 1);
-        // The turn ends: the CLI is back, for the next turn.
+        // The turn ends: the CLI is back, and serves the waiting turn.
         assert_eq!(a.ask(&mut s, done(true)).0, Reply::Ok);
         drop(pipes);
-        let (lent, pipes) = c.ask(&mut s, turn("S"));
+        s.serve_queued();
+        let (lent, pipes) = c.answer().expect("the waiting turn is served");
         assert!(
             matches!(lent, Reply::Lent { fresh: false, turns: 1, pid, .. } if pid == kid.pid() as i32),
             "{lent:?}"
