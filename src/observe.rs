@@ -53,6 +53,10 @@ pub struct Observation {
     /// The caller stopped reading before the output ended: what was seen is
     /// a part (the session file holds the whole reply).
     pub cut: bool,
+    /// Stdout was a terminal (see `runner::terminal`): what was seen is
+    /// what a terminal shows, stderr's bytes among it (the session file
+    /// holds the reply).
+    pub at_terminal: bool,
 }
 
 impl Observation {

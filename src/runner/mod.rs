@@ -12,6 +12,7 @@ pub mod render;
 pub mod seal;
 pub mod signals;
 pub mod tee;
+pub mod terminal;
 mod watch;
 
 pub use watch::{Proof, Watch};
@@ -164,6 +165,8 @@ pub struct Running {
     gate: Option<std::sync::mpsc::Receiver<()>>,
     out_thread: Option<std::thread::JoinHandle<Option<Observer>>>,
     err_thread: Option<std::thread::JoinHandle<Option<Observer>>>,
+    /// The CLI's stdout was a terminal (see `terminal`).
+    at_terminal: bool,
 }
 
 /// Start the child: its output is teed (held while `spec.hold`), its stdin
@@ -173,12 +176,31 @@ pub fn start(
     child_pid: &signals::ChildPid,
     watch: Option<Arc<dyn Watch>>,
 ) -> std::io::Result<Running> {
+    // A stream the caller has on a terminal is a terminal for the CLI too.
+    let caller = terminal::Caller::now();
+    let ptys = match caller.any() {
+        false => terminal::Ptys::default(),
+        true => terminal::Ptys::like(caller).unwrap_or_else(|e| {
+            crate::debug!("no terminal for the CLI ({e}): pipes");
+            terminal::Ptys::default()
+        }),
+    };
+    let to_tty = |pty: &terminal::Pty| pty.slave.try_clone().map(Stdio::from);
+    let stdout = match &ptys.out {
+        Some(pty) => to_tty(pty)?,
+        None => Stdio::piped(),
+    };
+    let stderr = match (&ptys.err, &ptys.out) {
+        (Some(pty), _) => to_tty(pty)?,
+        (None, Some(pty)) if ptys.shared => to_tty(pty)?,
+        _ => Stdio::piped(),
+    };
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .env(crate::env::GUARD, &spec.guard)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
         .stdin(match spec.stdin {
             StdinPlan::Inherit => Stdio::inherit(),
             _ => Stdio::piped(),
@@ -208,8 +230,19 @@ pub fn start(
             return Err(e);
         }
     };
+    // Only the child holds the terminals' slaves: the masters end with it.
+    drop(cmd);
     let pid = child.id() as i32;
     child_pid.set(pid);
+    terminal::follow(&ptys);
+    let at_terminal = ptys.out.is_some();
+    let master = |pty: Option<terminal::Pty>| pty.map(|p| std::fs::File::from(p.master));
+    let piped = |fd: Option<std::os::fd::OwnedFd>| fd.map(std::fs::File::from);
+    let out_from = master(ptys.out).or_else(|| piped(child.stdout.take().map(Into::into)));
+    let err_from = match ptys.shared {
+        true => None,
+        false => master(ptys.err).or_else(|| piped(child.stderr.take().map(Into::into))),
+    };
     // The session hears each result before the caller does.
     let watch = match spec.live.clone() {
         Some(live) => Some(Arc::new(live::Watched { inner: watch, live }) as Arc<dyn Watch>),
@@ -231,11 +264,11 @@ pub fn start(
             feed(to, spec.stdin.clone(), gate, on_eof, spec.live.clone());
         }
     }
-    let err_thread = child.stderr.take().map(|from| {
+    let err_thread = err_from.map(|from| {
         let hold = hold.clone();
         std::thread::spawn(move || tee::copy(from, tee::Stream::Err, hold, tee::Tap::default()))
     });
-    let out_thread = child.stdout.take().map(|from| {
+    let out_thread = out_from.map(|from| {
         let hold = hold.clone();
         let (observed, render) = match spec.render {
             true => (
@@ -270,6 +303,7 @@ pub fn start(
         gate,
         out_thread,
         err_thread,
+        at_terminal,
     })
 }
 
@@ -304,6 +338,7 @@ impl Running {
         drop(self.stdin.take());
         let status = self.child.wait();
         self.child_pid.clear(self.pid);
+        terminal::unfollow();
         let status = status?;
         let observer = self.out_thread.take().and_then(|t| t.join().ok()).flatten();
         if let Some(t) = self.err_thread.take() {
@@ -315,9 +350,11 @@ impl Running {
             (None, Some(sig)) => Signal::try_from(sig).map_or(Exit::Code(128 + sig), Exit::Signal),
             (None, None) => Exit::Code(1),
         };
+        let mut observation = observer.map(Observer::finish).unwrap_or_default();
+        observation.at_terminal = self.at_terminal;
         Ok(Finished {
             exit,
-            observation: observer.map(Observer::finish).unwrap_or_default(),
+            observation,
             hold: self.hold,
         })
     }

@@ -208,6 +208,10 @@ pub fn relay(child: ChildPid) -> std::io::Result<()> {
         .spawn(move || {
             let set = forwarded_set();
             while let Ok(sig) = set.wait() {
+                if sig == Signal::SIGWINCH {
+                    // The CLI's terminals first, so it reads the new size.
+                    super::terminal::resized();
+                }
                 let state = child.get();
                 if sig != Signal::SIGWINCH
                     && matches!(state, Child::Running(_) | Child::Spawning(_))

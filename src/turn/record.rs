@@ -461,10 +461,12 @@ impl Recorder {
 
     fn pin(&self, st: &mut State, obs: &Observation) {
         // A caller that stopped reading early left the observer a part of
-        // the reply: the session file has it whole, or nothing is pinned
-        // (a part would match no replay of the reply, or a truncated one).
+        // the reply, and a terminal's is mixed with stderr's bytes: the
+        // session file has it whole, or nothing is pinned (a part would
+        // match no replay of the reply, or a truncated one).
         let whole;
-        let obs = match obs.cut && obs.result.is_none() && !matches!(self.plan, Plan::AsIs { .. }) {
+        let partial = obs.cut || obs.at_terminal;
+        let obs = match partial && obs.result.is_none() && !matches!(self.plan, Plan::AsIs { .. }) {
             false => obs,
             true => {
                 let file = crate::sessions::find(&self.config_dir, self.plan.target_session());
@@ -474,7 +476,7 @@ impl Recorder {
                         &whole
                     }
                     None => {
-                        debug!("not pinned: the caller stopped reading, and the session file holds no finished reply");
+                        debug!("not pinned: the output was not seen whole (a caller that stopped reading, a terminal), and the session file holds no finished reply");
                         return;
                     }
                 }

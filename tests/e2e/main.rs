@@ -28,6 +28,7 @@ mod resume;
 mod retry;
 mod sessions;
 mod streaming;
+mod terminal;
 mod unwritable_data_dir;
 mod versions;
 mod warm;

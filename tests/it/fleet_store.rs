@@ -501,6 +501,24 @@ fn a_fleet_turn_runs_alone_on_the_connection_the_keeper_readied() {
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted",
         )
     };
+    // The session's lease alone: the keeper readying the next connection
+    // takes and releases a made-up session's lease as it warms it up.
+    let session = pg.psql(
+        "readied",
+        "SELECT session FROM claude_shim.runs ORDER BY at DESC, id DESC LIMIT 1",
+    );
+    let key = claude_shim::store::postgres::lease_key(&session);
+    let lease = || {
+        pg.psql(
+            "readied",
+            &format!(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                 AND classid = {} AND objid = {}",
+                (key as u64 >> 32) as u32,
+                key as u64 as u32
+            ),
+        )
+    };
     let pid_file = w.file("fake.pid");
     let mut cmd = shim(&w);
     cmd.env("FAKE_SLEEP", "30").env("FAKE_PID_OUT", &pid_file);
@@ -524,7 +542,7 @@ fn a_fleet_turn_runs_alone_on_the_connection_the_keeper_readied() {
         std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
     });
     assert_eq!(count(adopted), 3, "the killed turn adopted one too");
-    assert_eq!(advisory(), "1", "the turn holds its lease");
+    assert_eq!(lease(), "1", "the turn holds its lease");
     let group = nix::unistd::Pid::from_raw(child.id() as i32);
     let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
     let _ = nix::sys::signal::kill(
@@ -535,7 +553,7 @@ fn a_fleet_turn_runs_alone_on_the_connection_the_keeper_readied() {
     eventually(
         Duration::from_secs(10),
         "the lease gone with the turn",
-        || (advisory() == "0").then_some(()),
+        || (lease() == "0" && advisory() == "0").then_some(()),
     );
     // A keeper that does not answer (stopped): the turn connects itself.
     let status = crate::support::process::ok(w.cli(&["warm", "status", "--json"]));
