@@ -164,3 +164,39 @@ fn a_terminal_on_stdout_alone_sees_what_it_sees_directly() {
 fn a_terminal_on_stderr_alone_sees_what_it_sees_directly() {
     same_at_terminal_then_resumed(At::Stderr);
 }
+
+/// The turn after a first one fails at the API (a 400): the CLI prints its
+/// error for a terminal, and the shim's resume attempt, refused or not,
+/// shows the terminal what the direct call shows.
+#[test]
+fn an_api_error_at_a_terminal_shows_what_it_shows_directly() {
+    let mut w = World::warm(false);
+    w.server
+        .set_reply(|req| format!("the answer to {}", req.last_user_text().unwrap_or_default()));
+    let first = labels(&[], "hello there.", "Human", "\n\n");
+    let turn = at_terminal(w.sb.shimmed(["-p", &first]), At::Both);
+    assert_eq!(turn.status, (Some(0), None), "{}", w.log());
+    let reply = w.server.last_main().expect("turn 1's request").reply;
+    w.history.push(("hello there.".to_owned(), reply));
+    w.server.set_error(|req| {
+        req.is_main()
+            .then(|| (400, "the request was refused for the test".to_owned()))
+    });
+    let second = w.prompt("and again.");
+    let direct = at_terminal(w.sb.direct(["-p", &second]), At::Both);
+    let through = at_terminal(w.sb.shimmed(["-p", &second]), At::Both);
+    assert_eq!(
+        through,
+        direct,
+        "through the shim {} directly {}\n{}",
+        shown(&through.terminal),
+        shown(&direct.terminal),
+        w.log()
+    );
+    assert_ne!(direct.status, (Some(0), None));
+    assert!(
+        String::from_utf8_lossy(&direct.terminal).contains("refused for the test"),
+        "{}",
+        shown(&direct.terminal)
+    );
+}
