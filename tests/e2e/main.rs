@@ -22,6 +22,7 @@ mod dialects;
 mod differential;
 mod fleet;
 mod isolation;
+mod long_argv;
 mod packages;
 mod passthrough;
 mod resume;
