@@ -379,9 +379,18 @@ impl Warm {
 /// anything larger runs cold, where the CLI makes its check.
 const STDIN_LIMIT: usize = 9 << 20;
 
+/// How long a pipe on stdin, open and empty, may take to reach its end
+/// before the call runs cold. A caller that starts `claude -p "prompt"` and
+/// then closes the pipe it gave as stdin closes it a moment after the shim
+/// looks (under load, tens of ms): without patience the conversation's first
+/// turn ran cold, and the next one started a live CLI (`resumed, live`,
+/// issue 38). A pipe still open after it costs the call no more than this:
+/// the CLI itself waits 3 s for such a pipe's data.
+const STDIN_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Whether stdin has nothing for the CLI: a terminal, /dev/null, or a pipe
-/// or file at its end. (A cold `-p "prompt"` appends piped stdin to the
-/// prompt; such calls run cold.)
+/// or file at its end (a pipe given [`STDIN_PATIENCE`] to get there). (A cold
+/// `-p "prompt"` appends piped stdin to the prompt; such calls run cold.)
 fn stdin_is_quiet() -> bool {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     // SAFETY: fd 0 outlives this call.
@@ -397,13 +406,19 @@ fn stdin_is_quiet() -> bool {
     if kind == nix::sys::stat::SFlag::S_IFREG {
         return meta.st_size == 0;
     }
-    // A pipe: quiet only if it is at EOF right now (never read data).
-    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-    match poll(&mut fds, PollTimeout::ZERO) {
-        Ok(1) => fds[0]
-            .revents()
-            .is_some_and(|r| r.contains(PollFlags::POLLHUP) && !r.contains(PollFlags::POLLIN)),
-        _ => false,
+    // A pipe: quiet only if it reaches its end with no data (never read).
+    let deadline = std::time::Instant::now() + STDIN_PATIENCE;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::ZERO);
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        return match poll(&mut fds, timeout) {
+            Ok(1) => fds[0]
+                .revents()
+                .is_some_and(|r| r.contains(PollFlags::POLLHUP) && !r.contains(PollFlags::POLLIN)),
+            Err(nix::errno::Errno::EINTR) => continue,
+            _ => false,
+        };
     }
 }
 

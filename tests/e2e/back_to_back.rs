@@ -108,3 +108,42 @@ fn the_next_turn_at_the_result_waits_for_the_live_cli_and_runs_warm() {
     );
     w.assert_no_shim_errors();
 }
+
+/// README's demo as a program runs it: `claude -p "$q"`, twice in a row,
+/// from a caller that gives each call a stdin pipe and closes it a moment
+/// after the start (50 ms here; tens of ms under load). The shim used to
+/// look at that pipe at once, find it open, and run the turn cold (a cold
+/// `-p` appends piped stdin to the prompt): turn 1 ran `fresh, cold` and
+/// turn 2 started a live CLI of its own, `resumed, live` (issue 38). The
+/// pipe now gets a moment to reach its end: `fresh, live`, `resumed, warm`.
+#[test]
+fn a_caller_that_closes_stdin_just_after_the_start_gets_warm_turns() {
+    let w = World::new();
+    let call = |prompt: &str| {
+        let mut cmd = w.sb.shimmed(["-p", prompt]);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn");
+        let stdin = child.stdin.take();
+        let out = reader(child.stdout.take());
+        let err = reader(child.stderr.take());
+        std::thread::sleep(Duration::from_millis(50));
+        drop(stdin);
+        let status = wait_timeout(&mut child, Duration::from_secs(120)).expect("it ends");
+        let (out, err) = (out.join().unwrap(), err.join().unwrap());
+        assert!(
+            status.success(),
+            "{}\n{}",
+            String::from_utf8_lossy(&err),
+            w.log()
+        );
+        String::from_utf8(out).expect("UTF-8").trim_end().to_owned()
+    };
+    let q = "Human: Name a prime number. Answer with the number only.";
+    let a = call(q);
+    call(&format!("{q}\n\nAssistant: {a}\n\nHuman: Add one to it."));
+    let runs: Vec<(String, String)> = w.runs().into_iter().map(|r| (r.kind, r.engine)).collect();
+    let want = [("fresh", "live"), ("resumed", "warm")].map(|(k, e)| (k.to_owned(), e.to_owned()));
+    assert_eq!(runs, want, "{}", w.log());
+}
