@@ -286,15 +286,29 @@ fn gone(pid: i32) -> bool {
         || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z "))
 }
 
-/// Two warm turns in (turn 1 starts the live CLI).
+/// Two warm turns in (turn 1 starts the live CLI): the set-up of the
+/// keeper's fault tests. Under load (7.5, CI) turn 2 once ran `live`, its
+/// conversation without a live CLI; the cause is not found (RELIABILITY's
+/// observations). A set-up that did not warm up is said and made again
+/// (3 tries), as the faults it sets up for are what these tests check.
 fn warmed() -> Caller {
-    let mut w = Caller::new(true);
-    for k in 1..=2 {
-        let out = w.turn(Format::Text, &format!("message {k}"));
-        w.assert_answered(&out, k);
+    for attempt in 1..=3 {
+        let mut w = Caller::new(true);
+        for k in 1..=2 {
+            let out = w.turn(Format::Text, &format!("message {k}"));
+            w.assert_answered(&out, k);
+        }
+        if w.last_engine() == "warm" || attempt == 3 {
+            assert_eq!(w.last_engine(), "warm", "{}", w.log());
+            return w;
+        }
+        eprintln!(
+            "set-up {attempt}: turn 2 ran {}, not warm; again\n{}",
+            w.last_engine(),
+            w.log()
+        );
     }
-    assert_eq!(w.last_engine(), "warm");
-    w
+    unreachable!()
 }
 
 fn finish(w: &World) {

@@ -1,0 +1,113 @@
+//! Calls without `-p` from a program (issue 39, item 1). The real CLI prints
+//! when its stdout is not a terminal, with or without `-p` (2.1.302 to
+//! 2.1.332 alike, whatever stdin is): `claude --model M PROMPT` run by a
+//! plugin answers and exits. The shim used to pass every such call through,
+//! so a client replaying its transcript this way never resumed (0 of 4
+//! turns). It now manages them as print calls; at a terminal they stay the
+//! interactive UI, passed through.
+
+use crate::support::clients::labels;
+use crate::support::process::{describe, run};
+use crate::support::turns::mask_uuids;
+use crate::support::World;
+use serde_json::Value;
+
+fn world() -> World {
+    let w = World::warm(false);
+    // The same reply to the same message, whoever asks.
+    w.server
+        .set_reply(|req| format!("the answer to {}", req.last_user_text().unwrap_or_default()));
+    w
+}
+
+/// `claude [ARGS] PROMPT` without `-p` through the shim, stdin empty.
+fn call(w: &World, args: &[&str], prompt: &str) -> crate::support::Ran {
+    let mut all = args.to_vec();
+    all.push(prompt);
+    run(w.sb.shimmed(&all), b"")
+}
+
+fn converse(args: &[&str], reply_of: impl Fn(&[u8]) -> String) {
+    let mut w = world();
+    let messages = ["Question one.", "Question two.", "Question three."];
+    for (i, msg) in messages.iter().enumerate() {
+        let prompt = labels(&w.history, msg, "Human", "\n\n");
+        if i == 0 {
+            // What a program gets directly, it gets through the shim.
+            let mut all = args.to_vec();
+            all.push(&prompt);
+            let direct = run(w.sb.direct(&all), b"");
+            let through = call(&w, args, &prompt);
+            assert_eq!(
+                through.status.code(),
+                direct.status.code(),
+                "{}",
+                describe(&through)
+            );
+            assert_eq!(shape(&through.stdout), shape(&direct.stdout));
+            assert_eq!(through.stderr, direct.stderr);
+            w.history.push((msg.to_string(), reply_of(&through.stdout)));
+            continue;
+        }
+        w.server.clear_log();
+        let out = call(&w, args, &prompt);
+        assert!(out.status.success(), "{}\n{}", describe(&out), w.log());
+        let users = w.server.last_main().expect("a request").user_texts();
+        assert_eq!(
+            users.iter().filter(|t| t.contains("Question one.")).count(),
+            1,
+            "{users:?}"
+        );
+        w.history.push((msg.to_string(), reply_of(&out.stdout)));
+    }
+    let why: Vec<String> = w.runs().into_iter().map(|r| r.why_code).collect();
+    assert_eq!(why, ["first-turn", "resumed", "resumed"], "{}", w.log());
+    // An edited history is another conversation: fresh, with all of it.
+    let mut edited = w.history.clone();
+    edited[0].1 = "an answer the shim never saw".to_owned();
+    let prompt = labels(&edited, "Question four.", "Human", "\n\n");
+    let out = call(&w, args, &prompt);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_ne!(
+        w.runs().last().map(|r| r.kind.as_str()),
+        Some("resumed"),
+        "{}",
+        w.log()
+    );
+    w.assert_no_shim_errors();
+}
+
+/// Output as two runs can agree on it: text as it is; a JSON result's keys,
+/// and its values but the figures (timings, and the tokens the server's
+/// prompt cache splits by who asked first), ids masked.
+fn shape(out: &[u8]) -> String {
+    let Ok(mut v) = serde_json::from_slice::<Value>(out) else {
+        return mask_uuids(out);
+    };
+    fn figures(v: &mut Value) {
+        match v {
+            Value::Number(_) => *v = Value::from(0),
+            Value::Object(m) => m.values_mut().for_each(figures),
+            Value::Array(a) => a.iter_mut().for_each(figures),
+            _ => {}
+        }
+    }
+    figures(&mut v);
+    mask_uuids(v.to_string().as_bytes())
+}
+
+#[test]
+fn a_transcript_replayed_without_p_resumes_in_text() {
+    converse(&[], |out| String::from_utf8_lossy(out).trim().to_owned());
+}
+
+#[test]
+fn a_transcript_replayed_without_p_resumes_in_json() {
+    converse(
+        &["--output-format", "json", "--model", "claude-sonnet-4-5"],
+        |out| {
+            let v: Value = serde_json::from_slice(out).expect("json result");
+            v["result"].as_str().expect("result text").to_owned()
+        },
+    );
+}
