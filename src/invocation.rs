@@ -24,6 +24,10 @@ pub enum Mode {
     Print,
     /// No `-p`, but stream-json in and out: how the Agent SDK drives the CLI.
     Sdk,
+    /// No `-p`, but stdout is not a terminal: the CLI prints all the same
+    /// (2.1.302 to 2.1.332 alike, whatever stdin is), as a plugin that runs
+    /// `claude --model M PROMPT` from a program gets it.
+    Printed,
 }
 
 /// Why an invocation is handed to the real CLI unchanged. Flag names are
@@ -49,7 +53,7 @@ impl PassReason {
         match self {
             Self::Bypass => "shim bypass requested".to_owned(),
             Self::Interactive => {
-                "interactive session (neither -p/--print nor Agent SDK stream-json)".to_owned()
+                "interactive session (neither -p/--print nor Agent SDK stream-json, and stdout is a terminal)".to_owned()
             }
             Self::Subcommand(name) => format!("`claude {name}` subcommand"),
             Self::Version => "--version".to_owned(),
@@ -77,14 +81,30 @@ pub struct Managed {
     pub ephemeral: bool,
 }
 
-/// The user's switches that change how invocations are classified.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The user's switches, and the one fact of the call, that change how
+/// invocations are classified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
     /// `CLAUDE_SHIM_BYPASS`: pass everything through.
     pub bypass: bool,
     /// `CLAUDE_SHIM_PERSISTENCE=respect`: pass `--no-session-persistence`
     /// calls through instead of resuming them in ephemeral sessions.
     pub respect_persistence: bool,
+    /// stdout is a terminal: a call without `-p` starts the interactive UI
+    /// (else the CLI prints, see [`Mode::Printed`]).
+    pub stdout_terminal: bool,
+}
+
+impl Default for Policy {
+    /// No switch on, and stdout a terminal: a call without `-p` is
+    /// interactive unless known to print.
+    fn default() -> Policy {
+        Policy {
+            bypass: false,
+            respect_persistence: false,
+            stdout_terminal: true,
+        }
+    }
 }
 
 impl Policy {
@@ -92,6 +112,7 @@ impl Policy {
         Policy {
             bypass: crate::env::bypass(),
             respect_persistence: crate::env::respect_persistence(),
+            stdout_terminal: nix::unistd::isatty(1).unwrap_or(false),
         }
     }
 }
@@ -199,6 +220,8 @@ fn classify_inner(args: &[OsString], policy: Policy) -> Result<Managed, PassReas
         Mode::Print
     } else if input == Some("stream-json") && output == Some("stream-json") {
         Mode::Sdk
+    } else if !policy.stdout_terminal {
+        Mode::Printed
     } else {
         return Err(PassReason::Interactive);
     };

@@ -178,6 +178,7 @@ pub fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Report> {
     report.mode = Some(match managed.mode {
         Mode::Print => "print",
         Mode::Sdk => "agent-sdk",
+        Mode::Printed => "print (no -p: stdout is not a terminal)",
     });
     report.input_format = Some(match managed.input {
         InputFormat::Text => "text",

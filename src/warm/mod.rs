@@ -29,6 +29,9 @@ pub fn refusal(m: &Managed) -> Option<&'static str> {
     if m.caller_resume.is_some() {
         return Some("a caller-chosen session runs cold");
     }
+    if m.mode == Mode::Printed {
+        return Some("a call without -p (it prints: stdout is not a terminal) runs cold");
+    }
     if m.output == OutputFormat::Json && m.args.has("verbose") {
         return Some(
             "--output-format json --verbose prints every message as an array: it runs cold",

@@ -33,3 +33,4 @@ mod terminal;
 mod unwritable_data_dir;
 mod versions;
 mod warm;
+mod without_p;

@@ -10,7 +10,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Interactive (no -p), --version and a subcommand: all passed through.
+/// No `-p` (from a program, with stdout a pipe, the CLI prints: a managed
+/// call), --version and a subcommand: each as the direct call ends.
 const PASS_THROUGH: &[&[&str]] = &[&["hello"], &["--version"], &["mcp", "list"], &[]];
 
 #[test]
@@ -401,14 +402,28 @@ fn manager_run_behaves_as_the_shim() {
         "{seen:?}"
     );
 
-    // Pass-through through `run` too: exact argv.
+    // Pass-through through `run` too: exact argv (a subcommand).
     let mut cmd = w.manager();
-    cmd.args(["run", "--", "hello", "--model", "m"])
+    cmd.args(["run", "--", "mcp", "list", "--model", "m"])
         .env("FAKE_ARGV_OUT", &argv);
     let ran = run(cmd, Input::Null);
     assert!(ran.status.success(), "{}", ran.err());
     assert_eq!(
         recorded_argv(&argv),
-        ["hello", "--model", "m"].map(std::ffi::OsString::from)
+        ["mcp", "list", "--model", "m"].map(std::ffi::OsString::from)
     );
+    // A call without `-p` from a program prints (stdout is a pipe): managed,
+    // as the shim manages it.
+    cmd = w.manager();
+    cmd.args(["run", "--", "hello", "--model", "m"])
+        .env("FAKE_ARGV_OUT", &argv);
+    let ran = run(cmd, Input::Null);
+    assert!(ran.status.success(), "{}", ran.err());
+    let seen = recorded_argv(&argv);
+    assert_eq!(
+        seen.first().map(|a| a.as_os_str()),
+        Some("--session-id".as_ref()),
+        "{seen:?}"
+    );
+    assert_in_order(&seen, &["hello", "--model", "m"]);
 }
