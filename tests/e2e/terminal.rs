@@ -95,14 +95,11 @@ fn shown(b: &[u8]) -> String {
     format!("{:?}", String::from_utf8_lossy(b))
 }
 
-fn same_at_terminal_then_resumed(at: At) {
-    let mut w = World::warm(false);
-    // The same reply to the same message, whoever asks.
-    w.server
-        .set_reply(|req| format!("the answer to {}", req.last_user_text().unwrap_or_default()));
-    let first = labels(&[], "hello there.", "Human", "\n\n");
-    let direct = at_terminal(w.sb.direct(["-p", &first]), at);
-    let through = at_terminal(w.sb.shimmed(["-p", &first]), at);
+/// `claude -p PROMPT` at a terminal directly, then through the shim: the
+/// two must be the same. Both are returned, shimmed first.
+fn both_at_terminal(w: &World, prompt: &str, at: At) -> (Seen, Seen) {
+    let direct = at_terminal(w.sb.direct(["-p", prompt]), at);
+    let through = at_terminal(w.sb.shimmed(["-p", prompt]), at);
     assert_eq!(
         through,
         direct,
@@ -111,6 +108,16 @@ fn same_at_terminal_then_resumed(at: At) {
         shown(&direct.terminal),
         w.log()
     );
+    (through, direct)
+}
+
+fn same_at_terminal_then_resumed(at: At) {
+    let mut w = World::warm(false);
+    // The same reply to the same message, whoever asks.
+    w.server
+        .set_reply(|req| format!("the answer to {}", req.last_user_text().unwrap_or_default()));
+    let first = labels(&[], "hello there.", "Human", "\n\n");
+    let (through, direct) = both_at_terminal(&w, &first, at);
     assert_eq!(direct.status, (Some(0), None));
     // The terminal got the CLI's own ending (the cursor shown): the CLI
     // knew it wrote to a terminal, through the shim as well.
@@ -183,16 +190,7 @@ fn an_api_error_at_a_terminal_shows_what_it_shows_directly() {
             .then(|| (400, "the request was refused for the test".to_owned()))
     });
     let second = w.prompt("and again.");
-    let direct = at_terminal(w.sb.direct(["-p", &second]), At::Both);
-    let through = at_terminal(w.sb.shimmed(["-p", &second]), At::Both);
-    assert_eq!(
-        through,
-        direct,
-        "through the shim {} directly {}\n{}",
-        shown(&through.terminal),
-        shown(&direct.terminal),
-        w.log()
-    );
+    let (_, direct) = both_at_terminal(&w, &second, At::Both);
     assert_ne!(direct.status, (Some(0), None));
     assert!(
         String::from_utf8_lossy(&direct.terminal).contains("refused for the test"),
