@@ -86,10 +86,7 @@ impl Warm {
             debug!("cold: {why}");
             return None;
         }
-        if [1, 2]
-            .iter()
-            .any(|&fd| nix::unistd::isatty(fd).unwrap_or(false))
-        {
+        if crate::runner::terminal::Caller::now().any() {
             // The CLI prints for a terminal otherwise (error lines repeated on
             // stderr, retry notices, terminal sanitising) than for the pipes
             // a live process writes to.
