@@ -88,15 +88,9 @@ fn stops_reading_then_continues(w: &mut World, args: &[&str]) {
     let second = "Question two.";
     let out = run(w.sb.shimmed(args), w.prompt(second).as_bytes());
     assert!(out.status.success(), "{}", describe(&out));
-    let kinds: Vec<(String, String)> = w.runs().into_iter().map(|r| (r.kind, r.why_code)).collect();
-    assert_eq!(
-        kinds,
-        [
-            ("fresh".to_owned(), "first-turn".to_owned()),
-            ("resumed".to_owned(), "resumed".to_owned())
-        ],
-        "{}",
-        brief(w)
+    w.assert_runs(
+        &[("fresh", "first-turn"), ("resumed", "resumed")],
+        &brief(w),
     );
     // The model got the new message alone, after one copy of the history.
     let last = w.server.last_main().expect("turn 2's request");

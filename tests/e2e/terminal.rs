@@ -138,16 +138,7 @@ fn same_at_terminal_then_resumed(at: At) {
     let second = w.prompt("and again.");
     let again = at_terminal(w.sb.shimmed(["-p", &second]), at);
     assert_eq!(again.status, (Some(0), None), "{}", w.log());
-    let kinds: Vec<(String, String)> = w.runs().into_iter().map(|r| (r.kind, r.why_code)).collect();
-    assert_eq!(
-        kinds,
-        [
-            ("fresh".to_owned(), "first-turn".to_owned()),
-            ("resumed".to_owned(), "resumed".to_owned())
-        ],
-        "{}",
-        w.log()
-    );
+    w.assert_runs(&[("fresh", "first-turn"), ("resumed", "resumed")], &w.log());
     let users = w.server.last_main().expect("turn 2's request").user_texts();
     assert_eq!(
         users.iter().filter(|t| t.contains("hello there.")).count(),

@@ -185,6 +185,22 @@ impl World {
         self.runs().into_iter().map(|r| r.kind).collect()
     }
 
+    /// Each managed turn ran as `want` says, `(kind, why code)` in order
+    /// (`("fresh", "first-turn")`, `("resumed", "resumed")`…); `context`
+    /// is shown if not.
+    pub fn assert_runs(&self, want: &[(&str, &str)], context: &str) {
+        let runs: Vec<(String, String)> = self
+            .runs()
+            .into_iter()
+            .map(|r| (r.kind, r.why_code))
+            .collect();
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(k, w)| (k.to_string(), w.to_string()))
+            .collect();
+        assert_eq!(runs, want, "{context}");
+    }
+
     /// The engine of each managed turn (`cold`, `live`, `warm`, `ready`), in order.
     pub fn engines(&self) -> Vec<String> {
         self.runs().into_iter().map(|r| r.engine).collect()
