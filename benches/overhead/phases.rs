@@ -31,11 +31,13 @@ pub fn wal_bytes(s: &Setup) -> u64 {
 pub fn checkpoint(s: &Setup) {
     let store = Store::open_in(&s.shim_home).expect("open store");
     store
-        .conn
+        .sqlite()
+        .expect("a SQLite store")
         .execute_batch("DROP TABLE IF EXISTS bench_junk")
         .expect("drop junk");
     let _: (i64, i64, i64) = store
-        .conn
+        .sqlite()
+        .expect("a SQLite store")
         .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })
@@ -48,18 +50,24 @@ pub fn checkpoint(s: &Setup) {
 pub fn grow_wal(s: &Setup, frames: usize) {
     let store = Store::open_in(&s.shim_home).expect("open store");
     store
-        .conn
+        .sqlite()
+        .expect("a SQLite store")
         .execute_batch(
             "PRAGMA wal_autocheckpoint = 0; BEGIN; CREATE TABLE IF NOT EXISTS bench_junk (x BLOB)",
         )
         .expect("junk table");
     for _ in 0..frames {
         store
-            .conn
+            .sqlite()
+            .expect("a SQLite store")
             .execute("INSERT INTO bench_junk VALUES (zeroblob(4000))", [])
             .expect("junk");
     }
-    store.conn.execute_batch("COMMIT").expect("commit");
+    store
+        .sqlite()
+        .expect("a SQLite store")
+        .execute_batch("COMMIT")
+        .expect("commit");
 }
 
 /// In-process timings of the steps of a managed turn (the same library code

@@ -6,7 +6,6 @@
 use super::command::{Failed, Run};
 use super::install;
 use crate::store::caps::BinaryKey;
-use crate::store::report;
 use crate::store::{Store, DB_FILE};
 use anyhow::Result;
 use clap::Args;
@@ -195,7 +194,7 @@ pub fn gather(dir: Option<&Path>) -> Facts {
             None
         }
         (_, Some(db)) if f.db_exists => {
-            f.db_size = report::size_on_disk(db);
+            f.db_size = crate::store::sqlite::size_on_disk(db);
             match Store::open_read_only(db).and_then(|s| Ok((s.health()?, s))) {
                 Ok((health, store)) => {
                     f.db_health = Some(health);

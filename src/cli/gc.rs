@@ -148,12 +148,14 @@ impl Run for Gc {
             )?;
             return Ok(());
         }
-        let size_before = crate::store::report::size_on_disk(&store.path);
+        let size =
+            |store: &crate::store::Store| store.file().map(crate::store::sqlite::size_on_disk);
+        let size_before = size(&store);
         let removed = store.prune(&gone, pins_before, runs_before)?;
         store.vacuum()?;
-        let size_after = crate::store::report::size_on_disk(&store.path);
+        let size_after = size(&store);
         if self.json {
-            let sizes = (!store.is_shared()).then_some((size_before, size_after));
+            let sizes = size_before.zip(size_after);
             return self.report(out, removed, gone.len(), cutoff, sizes);
         }
         human::say(
@@ -175,15 +177,17 @@ impl Run for Gc {
             ),
             width,
         )?;
-        human::say(
-            out,
-            &format!(
-                "database {} -> {} after VACUUM",
-                human::bytes(size_before as i64),
-                human::bytes(size_after as i64)
-            ),
-            width,
-        )?;
+        if let Some((before, after)) = size_before.zip(size_after) {
+            human::say(
+                out,
+                &format!(
+                    "database {} -> {} after VACUUM",
+                    human::bytes(before as i64),
+                    human::bytes(after as i64)
+                ),
+                width,
+            )?;
+        }
         Ok(())
     }
 }

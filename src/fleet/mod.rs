@@ -16,6 +16,7 @@
 
 pub mod transcript;
 
+use crate::store::transcripts::Fleet;
 use crate::store::Store;
 use crate::{debug, error};
 use std::path::Path;
@@ -28,7 +29,7 @@ use transcript::{Expect, Hydrated, Uploaded};
 /// host's turn). `false`: the session must not be resumed from here.
 /// `release` ends that live process (the caller's, a layer up).
 pub fn bring_here(
-    store: &Store,
+    store: &dyn Fleet,
     here: (&Path, &str),
     session: &str,
     at: Option<&str>,
@@ -62,7 +63,8 @@ pub fn bring_here(
 /// After a run that wrote `session` here: upload what it added, before the
 /// turn lets go of the lease (the next turn, on any host, waits for that).
 pub fn after_run(store: &Store, config_dir: &Path, session: &str) {
-    if !store.is_shared() || session.is_empty() {
+    let Some(store) = store.fleet() else { return };
+    if session.is_empty() {
         return;
     }
     match transcript::upload(store, config_dir, session) {

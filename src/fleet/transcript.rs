@@ -10,8 +10,8 @@
 //! another host's turn) has diverged, and the stored one wins.
 
 use crate::sessions;
+use crate::store::transcripts::Fleet;
 use crate::store::transcripts::{sha256, Chunk};
-use crate::store::Store;
 use anyhow::{bail, Context, Result};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -89,7 +89,11 @@ pub fn project_slug(cwd: &str) -> String {
 }
 
 /// The local file of `session`, and its state against the store.
-fn local_state(store: &Store, file: Option<&Path>, session: &str) -> Result<(Local, Vec<Chunk>)> {
+fn local_state(
+    store: &dyn Fleet,
+    file: Option<&Path>,
+    session: &str,
+) -> Result<(Local, Vec<Chunk>)> {
     let stored = store.transcript_manifest(session)?;
     let len = file
         .and_then(|f| std::fs::metadata(f).ok())
@@ -119,7 +123,7 @@ pub enum Uploaded {
 /// Store what this host's copy of `session` has that the store has not:
 /// from where the stored transcript ends to the file's last full line (a
 /// live process may be writing the next).
-pub fn upload(store: &Store, config_dir: &Path, session: &str) -> Result<Uploaded> {
+pub fn upload(store: &dyn Fleet, config_dir: &Path, session: &str) -> Result<Uploaded> {
     let Some(file) = sessions::find(config_dir, session) else {
         return Ok(Uploaded::Nothing);
     };
@@ -172,7 +176,7 @@ pub enum Expect<'a> {
 /// anything is written, `quiet_writers` ends what else here may write the
 /// file (a live CLI of the session), and the copy is looked at again.
 pub fn hydrate(
-    store: &Store,
+    store: &dyn Fleet,
     config_dir: &Path,
     cwd: &str,
     session: &str,

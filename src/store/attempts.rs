@@ -3,114 +3,25 @@
 //! was writing and continue it (`CLAUDE_SHIM_ON_RETRY=continue`).
 
 pub use super::types::attempts::{AttemptRow, Outcome};
-use super::Store;
 use crate::identity::Node;
 use anyhow::Result;
-use rusqlite::{params, OptionalExtension};
 
-impl Store {
+pub trait Attempts {
     /// A run of the turn `(node, message)` starts, writing to `session`.
-    pub fn start_attempt(
+    fn start_attempt(
         &self,
         node: &Node,
         message: &str,
         session: &str,
         pid: i32,
         continues: i64,
-    ) -> Result<i64> {
-        if let Some(mut pg) = self.pg() {
-            return pg.start_attempt(node, message, session, pid, continues, self.now());
-        }
-        self.conn.execute(
-            "INSERT INTO attempts (node, message, session, pid, started_at, continues)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![node.as_str(), message, session, pid, self.now(), continues],
-        )?;
-        Ok(self.conn.last_insert_rowid())
-    }
+    ) -> Result<i64>;
 
-    pub fn end_attempt(&self, id: i64, outcome: Outcome) -> Result<()> {
-        if let Some(mut pg) = self.pg() {
-            return pg.end_attempt(id, outcome, self.now());
-        }
-        self.conn.execute(
-            "UPDATE attempts SET ended_at = ?2, outcome = ?3 WHERE id = ?1",
-            params![id, self.now(), outcome.as_str()],
-        )?;
-        Ok(())
-    }
+    fn end_attempt(&self, id: i64, outcome: Outcome) -> Result<()>;
 
     /// The latest attempt of the same turn started since `since`.
-    pub fn last_attempt(
-        &self,
-        node: &Node,
-        message: &str,
-        since: i64,
-    ) -> Result<Option<AttemptRow>> {
-        if let Some(mut pg) = self.pg() {
-            return pg.last_attempt(node, message, since);
-        }
-        Ok(self
-            .conn
-            .prepare_cached(
-                "SELECT id, session, pid, started_at, outcome, continues FROM attempts
-                 WHERE node = ?1 AND message = ?2 AND started_at >= ?3
-                 ORDER BY id DESC LIMIT 1",
-            )?
-            .query_row(params![node.as_str(), message, since], |r| {
-                let outcome: Option<String> = r.get(4)?;
-                Ok(AttemptRow {
-                    id: r.get(0)?,
-                    session: r.get(1)?,
-                    pid: r.get(2)?,
-                    started_at: r.get(3)?,
-                    outcome: outcome.map(|o| {
-                        if o == "result" {
-                            Outcome::Result
-                        } else {
-                            Outcome::NoResult
-                        }
-                    }),
-                    continues: r.get(5)?,
-                })
-            })
-            .optional()?)
-    }
+    fn last_attempt(&self, node: &Node, message: &str, since: i64) -> Result<Option<AttemptRow>>;
 
     /// Drop attempts older than `before` (gc).
-    pub fn prune_attempts(&self, before: i64) -> Result<usize> {
-        if let Some(mut pg) = self.pg() {
-            return pg.prune_attempts(before);
-        }
-        Ok(self
-            .conn
-            .execute("DELETE FROM attempts WHERE started_at < ?1", [before])?)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::identity::{Chain, ScopeParts};
-
-    #[test]
-    fn the_last_attempt_of_a_turn_and_how_it_ended() {
-        let s = Store::in_memory().unwrap().with_clock(|| 100);
-        let node = Chain::empty()
-            .user("a")
-            .node(&ScopeParts::default().scope());
-        assert_eq!(s.last_attempt(&node, "m", 0).unwrap(), None);
-        let first = s.start_attempt(&node, "m", "S1", 10, 0).unwrap();
-        s.end_attempt(first, Outcome::NoResult).unwrap();
-        let second = s.start_attempt(&node, "m", "S2", 11, 1).unwrap();
-        let last = s.last_attempt(&node, "m", 0).unwrap().unwrap();
-        assert_eq!(
-            (last.id, last.session.as_str(), last.outcome),
-            (second, "S2", None)
-        );
-        assert_eq!(last.continues, 1);
-        assert_eq!(s.last_attempt(&node, "other", 0).unwrap(), None);
-        assert_eq!(s.last_attempt(&node, "m", 101).unwrap(), None, "too old");
-        assert_eq!(s.prune_attempts(101).unwrap(), 2);
-    }
+    fn prune_attempts(&self, before: i64) -> Result<usize>;
 }

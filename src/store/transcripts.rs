@@ -1,41 +1,36 @@
-//! Session transcripts in the shared store: a session file's bytes as
-//! chunks `(start, len, sha256)`, appended by the turn that wrote them, so
-//! a turn landing on another host can rebuild the file there (see
-//! `crate::fleet::transcript`). Only a shared (PostgreSQL) store has them:
-//! on one machine the file itself is the transcript.
+//! What only a store the replicas of a fleet share can do ([`Fleet`]):
+//! session transcripts, a session file's bytes as chunks `(start, len,
+//! sha256)` appended by the turn that wrote them, so a turn landing on
+//! another host can rebuild the file there (see `crate::fleet::transcript`);
+//! and a turn's lookup in one round trip. On one machine the file itself is
+//! the transcript, and a round trip costs microseconds: a local store has
+//! none of this (`Engine::fleet` is `None`).
 
+pub use super::types::pins::Lease;
 pub use super::types::transcripts::{sha256, Chunk};
-use super::Store;
-use anyhow::{bail, Result};
+use anyhow::Result;
+use std::path::Path;
 
-impl Store {
+pub trait Fleet {
     /// The session's stored chunks, in order, without their bytes.
-    pub fn transcript_manifest(&self, session: &str) -> Result<Vec<Chunk>> {
-        match self.pg() {
-            Some(mut pg) => pg.transcript_manifest(session),
-            None => not_shared(),
-        }
-    }
+    fn transcript_manifest(&self, session: &str) -> Result<Vec<Chunk>>;
 
     /// The stored chunks from byte `from` on, with their bytes.
-    pub fn transcript_from(&self, session: &str, from: u64) -> Result<Vec<(Chunk, Vec<u8>)>> {
-        match self.pg() {
-            Some(mut pg) => pg.transcript_from(session, from),
-            None => not_shared(),
-        }
-    }
+    fn transcript_from(&self, session: &str, from: u64) -> Result<Vec<(Chunk, Vec<u8>)>>;
 
     /// Append bytes at `start`, which must be where the stored transcript
     /// ends.
-    pub fn append_transcript(&self, session: &str, start: u64, data: &[u8]) -> Result<()> {
-        let now = self.now();
-        match self.pg() {
-            Some(mut pg) => pg.append_transcript(session, start, data, now),
-            None => not_shared(),
-        }
-    }
-}
+    fn append_transcript(&self, session: &str, start: u64, data: &[u8]) -> Result<()>;
 
-fn not_shared<T>() -> Result<T> {
-    bail!("transcripts travel only through a shared (PostgreSQL) store")
+    /// The session's head, and its lease taken when that head is `head`
+    /// (`None`: not tried), in one round trip.
+    fn head_and_lease(
+        &self,
+        session: &str,
+        head: Option<&str>,
+    ) -> Result<(Option<String>, Option<Lease>)>;
+
+    /// The turn will read `path`'s scan after its lease: it is read in the
+    /// lease's round trip.
+    fn want_scan(&self, path: &Path);
 }

@@ -415,7 +415,7 @@ pub fn sweep_ephemeral(place: &Place) {
         return;
     }
     let idle_before = store.now() - env::ephemeral_ttl().as_secs() as i64;
-    let expired = match store.expired_ephemeral(idle_before, crate::platform::alive) {
+    let expired = match store.expired_ephemeral(idle_before, &crate::platform::alive) {
         Ok(e) => e,
         Err(e) => {
             error!("looking for expired ephemeral sessions: {e:#}");

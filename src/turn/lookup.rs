@@ -150,7 +150,7 @@ const DRAIN_WAIT: Duration = Duration::from_secs(5);
 /// Where and with what this turn runs: its scope, part by part.
 pub fn scope_of(place: &Place, args: &ParsedArgs, caps: &Capabilities) -> ScopeParts {
     let config = place.config_dir.to_string_lossy();
-    let shared = place.store.lock().is_shared();
+    let shared = place.store.lock().fleet().is_some();
     let env: Vec<(String, String)> = std::env::vars_os()
         .map(|(k, v)| {
             (
@@ -170,7 +170,7 @@ pub fn scope_of(place: &Place, args: &ParsedArgs, caps: &Capabilities) -> ScopeP
 }
 
 pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
-    let shared = place.store.lock().is_shared();
+    let shared = place.store.lock().fleet().is_some();
     let parts = scope_of(place, q.args, q.caps);
     let scope = parts.scope();
     // The node: every prior turn, earlier replies included, but the last
@@ -233,15 +233,15 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
     // lease are one round trip.
     let mut lease = None;
     let mut here = true;
-    let first_try = match shared && mode == Mode::Turn {
-        true => {
+    let first_try = match (place.store.lock().fleet(), mode) {
+        (Some(fleet), Mode::Turn) => {
             // The file's scan is read next: in the lease's round trip.
             if let Some(f) = sessions::find(&place.config_dir, &pin.session) {
-                place.store.lock().want_scan(&f);
+                fleet.want_scan(&f);
             }
-            place.store.lock().head_and_lease(&pin.session, at)?
+            Some(fleet.head_and_lease(&pin.session, at)?)
         }
-        false => None,
+        _ => None,
     };
     let head_in_store = match &first_try {
         Some((head, _)) => head.clone(),
@@ -256,14 +256,17 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
             tried => tried,
         };
         let leased = lease == Some(Lease::Taken);
-        here = crate::fleet::bring_here(
-            &place.store.lock(),
-            (&place.config_dir, &place.cwd),
-            &pin.session,
-            at,
-            leased,
-            || crate::warm::client::release(&pin.session),
-        );
+        here = match place.store.lock().fleet() {
+            Some(fleet) => crate::fleet::bring_here(
+                fleet,
+                (&place.config_dir, &place.cwd),
+                &pin.session,
+                at,
+                leased,
+                || crate::warm::client::release(&pin.session),
+            ),
+            None => true,
+        };
     }
     let file = sessions::find(&place.config_dir, &pin.session).filter(|_| here);
     // The node is the head only if both we and the file agree: someone may
@@ -323,7 +326,7 @@ fn take_lease(store: &SharedStore, session: &str, at: Option<&str>) -> Result<Le
     loop {
         let lease = store
             .lock()
-            .try_lease(session, at, pid, crate::platform::alive)?;
+            .try_lease(session, at, pid, &crate::platform::alive)?;
         match lease {
             Lease::Held { draining: true } if start.elapsed() < DRAIN_WAIT => {
                 std::thread::sleep(Duration::from_millis(4))
@@ -472,7 +475,7 @@ mod tests {
         // A second turn meanwhile finds it busy (we are alive), and branches.
         let other = std::thread::spawn({
             let store = w.place.store.clone();
-            move || store.lock().try_lease(S, Some(A1), 1, |_| true).unwrap()
+            move || store.lock().try_lease(S, Some(A1), 1, &|_| true).unwrap()
         })
         .join()
         .unwrap();
@@ -482,7 +485,7 @@ mod tests {
             w.place
                 .store
                 .lock()
-                .try_lease(S, Some(A1), 1, |_| true)
+                .try_lease(S, Some(A1), 1, &|_| true)
                 .unwrap(),
             Lease::Taken,
             "released on drop"

@@ -46,7 +46,7 @@ fn replicas_starting_together_apply_each_migration_once() {
         pg.psql("migrate", "SELECT count(*) FROM claude_shim.schema_version"),
         "1"
     );
-    assert!(open(&url).is_shared());
+    assert!(open(&url).fleet().is_some());
 }
 
 #[test]
@@ -65,29 +65,29 @@ fn pins_heads_and_leases_hold_across_hosts() {
     assert_eq!(b.session_head(S).unwrap().as_deref(), Some("A1"));
     // One holder at a time, across connections; draining is visible.
     assert_eq!(
-        a.try_lease(S, Some("A1"), 1, |_| false).unwrap(),
+        a.try_lease(S, Some("A1"), 1, &|_| false).unwrap(),
         Lease::Taken
     );
     assert_eq!(
-        b.try_lease(S, Some("A1"), 1, |_| false).unwrap(),
+        b.try_lease(S, Some("A1"), 1, &|_| false).unwrap(),
         Lease::Held { draining: false },
         "pid and liveness are host-local: the lock decides"
     );
     a.mark_draining(S, 1).unwrap();
     assert_eq!(
-        b.try_lease(S, Some("A1"), 2, |_| true).unwrap(),
+        b.try_lease(S, Some("A1"), 2, &|_| true).unwrap(),
         Lease::Held { draining: true }
     );
     a.release_lease(S, 1).unwrap();
     assert_eq!(
-        b.try_lease(S, Some("A1"), 2, |_| true).unwrap(),
+        b.try_lease(S, Some("A1"), 2, &|_| true).unwrap(),
         Lease::Taken
     );
     // The holder dies (its connection goes): the server frees the lease.
     drop(b);
     let mut taken = false;
     for _ in 0..500 {
-        if a.try_lease(S, Some("A1"), 1, |_| true).unwrap() == Lease::Taken {
+        if a.try_lease(S, Some("A1"), 1, &|_| true).unwrap() == Lease::Taken {
             taken = true;
             break;
         }
@@ -101,11 +101,11 @@ fn pins_heads_and_leases_hold_across_hosts() {
         .unwrap();
     let mut c = open(&url);
     assert_eq!(
-        c.try_lease(S, Some("A1"), 3, |_| true).unwrap(),
+        c.try_lease(S, Some("A1"), 3, &|_| true).unwrap(),
         Lease::NotHead
     );
     assert_eq!(
-        c.try_lease(S, Some("A2"), 3, |_| true).unwrap(),
+        c.try_lease(S, Some("A2"), 3, &|_| true).unwrap(),
         Lease::Taken
     );
     // Undo: the head goes back.
@@ -127,7 +127,10 @@ fn the_head_and_the_lease_in_one_round_trip() {
     let pg = PgServer::start();
     let url = pg.create_db("headlease");
     let (mut a, b) = (open(&url), open(&url));
-    assert_eq!(a.head_and_lease(S, Some("A1")).unwrap(), Some((None, None)));
+    assert_eq!(
+        a.fleet().unwrap().head_and_lease(S, Some("A1")).unwrap(),
+        (None, None)
+    );
     a.add_pin(
         &NewPin::of_turns(S, "A1", "/w", &["hi"], "hello"),
         Ownership::Kept,
@@ -136,31 +139,34 @@ fn the_head_and_the_lease_in_one_round_trip() {
     .unwrap();
     let head = Some("A1".to_string());
     assert_eq!(
-        a.head_and_lease(S, Some("A0")).unwrap(),
-        Some((head.clone(), None)),
+        a.fleet().unwrap().head_and_lease(S, Some("A0")).unwrap(),
+        (head.clone(), None),
         "another head: not tried"
     );
     assert_eq!(
-        a.head_and_lease(S, Some("A1")).unwrap(),
-        Some((head.clone(), Some(Lease::Taken)))
+        a.fleet().unwrap().head_and_lease(S, Some("A1")).unwrap(),
+        (head.clone(), Some(Lease::Taken))
     );
     assert_eq!(
-        a.head_and_lease(S, Some("A1")).unwrap(),
-        Some((head.clone(), Some(Lease::Taken))),
+        a.fleet().unwrap().head_and_lease(S, Some("A1")).unwrap(),
+        (head.clone(), Some(Lease::Taken)),
         "its holder may take it again"
     );
     assert_eq!(
-        b.head_and_lease(S, Some("A1")).unwrap(),
-        Some((head.clone(), Some(Lease::Held { draining: false })))
+        b.fleet().unwrap().head_and_lease(S, Some("A1")).unwrap(),
+        (head.clone(), Some(Lease::Held { draining: false }))
     );
     a.release_lease(S, 1).unwrap();
     assert_eq!(
-        b.head_and_lease(S, Some("A1")).unwrap(),
-        Some((head, Some(Lease::Taken))),
+        b.fleet().unwrap().head_and_lease(S, Some("A1")).unwrap(),
+        (head, Some(Lease::Taken)),
         "one release frees it, however often its holder took it"
     );
     let local = Store::in_memory().unwrap();
-    assert_eq!(local.head_and_lease(S, Some("A1")).unwrap(), None);
+    assert!(
+        local.fleet().is_none(),
+        "one machine has no round trip to save"
+    );
 }
 
 #[test]
@@ -169,11 +175,21 @@ fn transcripts_grow_only_at_their_end() {
     let url = pg.create_db("transcripts");
     let a = open(&url);
     let b = open(&url);
-    a.append_transcript(S, 0, b"line one\n").unwrap();
-    b.append_transcript(S, 9, b"line two\n").unwrap();
-    let err = a.append_transcript(S, 9, b"late\n").unwrap_err();
+    a.fleet()
+        .unwrap()
+        .append_transcript(S, 0, b"line one\n")
+        .unwrap();
+    b.fleet()
+        .unwrap()
+        .append_transcript(S, 9, b"line two\n")
+        .unwrap();
+    let err = a
+        .fleet()
+        .unwrap()
+        .append_transcript(S, 9, b"late\n")
+        .unwrap_err();
     assert!(format!("{err:#}").contains("ends at byte 18"), "{err:#}");
-    let manifest = b.transcript_manifest(S).unwrap();
+    let manifest = b.fleet().unwrap().transcript_manifest(S).unwrap();
     assert_eq!(
         manifest
             .iter()
@@ -181,7 +197,7 @@ fn transcripts_grow_only_at_their_end() {
             .collect::<Vec<_>>(),
         [(0, 9), (9, 9)]
     );
-    let tail = a.transcript_from(S, 9).unwrap();
+    let tail = a.fleet().unwrap().transcript_from(S, 9).unwrap();
     assert_eq!(tail.len(), 1);
     assert_eq!(tail[0].1, b"line two\n");
     assert_eq!(
@@ -190,7 +206,12 @@ fn transcripts_grow_only_at_their_end() {
     );
     // Forgetting the session forgets its transcript.
     a.drop_session(S).unwrap();
-    assert!(b.transcript_manifest(S).unwrap().is_empty());
+    assert!(b
+        .fleet()
+        .unwrap()
+        .transcript_manifest(S)
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -234,7 +255,7 @@ fn every_query_of_the_store_runs_on_postgres() {
         (a.cwd.as_deref(), a.pins, a.ephemeral),
         (Some("/a"), 1, true)
     );
-    assert!(s.expired_ephemeral(i64::MAX, |_| true).unwrap().len() == 2);
+    assert!(s.expired_ephemeral(i64::MAX, &|_| true).unwrap().len() == 2);
     let run = Run {
         cwd: "/a",
         kind: Kind::Resumed,

@@ -146,7 +146,8 @@ pub fn seed_run(sb: &Sandbox, run: &Run, days_ago: i64) {
 /// One number from the database (`SELECT COUNT(*) …`).
 pub fn count(sb: &Sandbox, sql: &str) -> i64 {
     sb.store()
-        .conn
+        .sqlite()
+        .expect("a SQLite store")
         .query_row(sql, [], |r| r.get(0))
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }

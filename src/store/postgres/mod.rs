@@ -13,6 +13,7 @@
 
 mod caps;
 mod conn;
+mod engine;
 pub mod handoff;
 mod leases;
 mod migrations;
@@ -26,5 +27,6 @@ pub mod schema;
 mod transcripts;
 
 pub use conn::{lease_key, Patience, Pg, TURN_BUDGET};
+pub use engine::Shared;
 pub use migrations::COUNT;
 pub use open::Schema;

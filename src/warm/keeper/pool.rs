@@ -433,7 +433,7 @@ impl Pool {
                     &entry.session,
                     entry.head.as_deref(),
                     std::process::id() as i32,
-                    crate::platform::alive,
+                    &crate::platform::alive,
                 )
                 .unwrap_or(Lease::NotHead),
             None => Lease::NotHead,

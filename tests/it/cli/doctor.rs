@@ -126,7 +126,8 @@ fn a_damaged_database_fails() {
     // Everything into the main file first (the store does not checkpoint on
     // close, so the pages might otherwise still sit in the WAL).
     store
-        .conn
+        .sqlite()
+        .expect("a SQLite store")
         .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .unwrap();
     let db = store.path.clone();

@@ -3,9 +3,11 @@
 //! read-only or full file system reads fine, and every turn then runs as
 //! without the shim; only a write finds that out.
 
-use super::runs::{Engine, Kind, Run, Spent};
-use super::{migrations, Sqlite, Store, DB_FILE};
+use super::local::Local;
+use super::local::DB_FILE;
 use crate::data_dir::DataDir;
+use crate::store::migrations;
+use crate::store::runs::{Engine, Kind, Run, Runs as _, Spent};
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OpenFlags};
 use std::os::unix::fs::OpenOptionsExt;
@@ -15,18 +17,16 @@ use std::time::Duration;
 /// How long the trial waits for a turn holding the write lock.
 const PATIENCE: Duration = Duration::from_secs(2);
 
-impl Store {
-    /// What a turn writes to the SQLite store in `dir`, tried and left as it
-    /// was. A store with content: opened for writing, migrated and given a
-    /// run's row in a transaction that is rolled back. None yet (or an empty
-    /// file a failed first turn left): the same first turn on a scratch
-    /// database beside it, removed after.
-    pub fn trial(dir: &DataDir) -> Result<()> {
-        let db = dir.join(DB_FILE);
-        match std::fs::metadata(&db) {
-            Ok(m) if m.len() > 0 => in_place(&db),
-            _ => scratch(dir),
-        }
+/// What a turn writes to the SQLite store in `dir`, tried and left as it
+/// was. A store with content: opened for writing, migrated and given a
+/// run's row in a transaction that is rolled back. None yet (or an empty
+/// file a failed first turn left): the same first turn on a scratch
+/// database beside it, removed after.
+pub fn trial(dir: &DataDir) -> Result<()> {
+    let db = dir.join(DB_FILE);
+    match std::fs::metadata(&db) {
+        Ok(m) if m.len() > 0 => in_place(&db),
+        _ => scratch(dir),
     }
 }
 
@@ -45,16 +45,6 @@ fn row() -> Run<'static> {
         conv_key: None,
         engine: Engine::Cold,
         replay_misses_prefix: false,
-    }
-}
-
-fn store_on(conn: Connection, path: PathBuf) -> Store {
-    Store {
-        conn: Sqlite(Some(conn)),
-        path,
-        clock: std::sync::Arc::new(super::now),
-        shared: None,
-        local: None,
     }
 }
 
@@ -77,7 +67,7 @@ fn in_place(db: &Path) -> Result<()> {
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,
     )?;
-    let store = store_on(conn, db.to_path_buf());
+    let store = Local::on(conn, db.to_path_buf());
     store
         .conn
         .execute_batch("BEGIN IMMEDIATE")
@@ -113,7 +103,7 @@ fn scratch(dir: &DataDir) -> Result<()> {
     let conn = Connection::open(&path)
         .with_context(|| format!("opening a database in {}", dir.path().display()))?;
     conn.busy_timeout(PATIENCE)?;
-    let store = Store::setup(conn, path, false)?;
+    let store = Local::setup(conn, path, false)?;
     store.log_run(&row()).context("writing a run's row")?;
     drop(store);
     drop(guard);
@@ -123,6 +113,7 @@ fn scratch(dir: &DataDir) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
         let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
@@ -168,9 +159,14 @@ mod tests {
         let db = t.path().join(DB_FILE);
         {
             let store = Store::open_in(t.path()).unwrap();
-            store.conn.pragma_update(None, "user_version", 8).unwrap();
             store
-                .conn
+                .sqlite()
+                .unwrap()
+                .pragma_update(None, "user_version", 8)
+                .unwrap();
+            store
+                .sqlite()
+                .unwrap()
                 .execute_batch("ALTER TABLE runs DROP COLUMN replay_misses_prefix")
                 .unwrap();
         }
