@@ -21,3 +21,4 @@ mod panic;
 mod passthrough_exec;
 mod runner;
 mod security;
+mod store_contract;

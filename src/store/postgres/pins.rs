@@ -114,7 +114,11 @@ impl Pg {
     ) -> Result<()> {
         let per_scope = crate::store::types::prompts::PER_SCOPE;
         // Queued (see [`Pg::defer`]): it goes with the turn's next
-        // statement, and before the turn ends (the next turn reads it).
+        // statement, and before the turn ends (the next turn reads it). The
+        // three updates see one snapshot, taken before any of them: the
+        // scope's newest are counted with the pin that keeps its prompt now
+        // and without the one let go (SQLite's three statements see each
+        // other's rows; both keep PER_SCOPE).
         self.defer(
             "keeping a prompt",
             "WITH k AS (UPDATE pins SET prompt = $2, replies = $3, continues = $4
@@ -123,7 +127,8 @@ impl Pg {
                         WHERE id = (SELECT continues FROM pins WHERE id = $4))
              UPDATE pins SET prompt = NULL, replies = NULL
              WHERE scope = $5 AND prompt IS NOT NULL AND id <= (
-                SELECT id FROM pins WHERE scope = $5 AND prompt IS NOT NULL
+                SELECT id FROM pins WHERE scope = $5 AND (prompt IS NOT NULL OR id = $1)
+                    AND id IS DISTINCT FROM (SELECT continues FROM pins WHERE id = $4)
                 ORDER BY id DESC LIMIT 1 OFFSET $6)",
             vec![
                 owned(pin),

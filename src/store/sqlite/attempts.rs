@@ -66,31 +66,3 @@ impl Attempts for Local {
             .execute("DELETE FROM attempts WHERE started_at < ?1", [before])?)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::identity::{Chain, ScopeParts};
-    use crate::store::Store;
-
-    #[test]
-    fn the_last_attempt_of_a_turn_and_how_it_ended() {
-        let s = Store::in_memory().unwrap().with_clock(|| 100);
-        let node = Chain::empty()
-            .user("a")
-            .node(&ScopeParts::default().scope());
-        assert_eq!(s.last_attempt(&node, "m", 0).unwrap(), None);
-        let first = s.start_attempt(&node, "m", "S1", 10, 0).unwrap();
-        s.end_attempt(first, Outcome::NoResult).unwrap();
-        let second = s.start_attempt(&node, "m", "S2", 11, 1).unwrap();
-        let last = s.last_attempt(&node, "m", 0).unwrap().unwrap();
-        assert_eq!(
-            (last.id, last.session.as_str(), last.outcome),
-            (second, "S2", None)
-        );
-        assert_eq!(last.continues, 1);
-        assert_eq!(s.last_attempt(&node, "other", 0).unwrap(), None);
-        assert_eq!(s.last_attempt(&node, "m", 101).unwrap(), None, "too old");
-        assert_eq!(s.prune_attempts(101).unwrap(), 2);
-    }
-}

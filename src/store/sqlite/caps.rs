@@ -48,28 +48,3 @@ impl CapabilityCache for Local {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::Store;
-
-    #[test]
-    fn round_trip_keyed_on_size_and_mtime() {
-        let s = Store::in_memory().unwrap();
-        let key = BinaryKey {
-            path: "/c".into(),
-            size: 1,
-            mtime_ns: 2,
-        };
-        let caps = Capabilities {
-            version: "2.1.330".into(),
-            resume: true,
-            ..Default::default()
-        };
-        s.save_capabilities(&key, &caps).unwrap();
-        assert_eq!(s.capabilities(&key).unwrap(), Some(caps));
-        let moved = BinaryKey { mtime_ns: 3, ..key };
-        assert_eq!(s.capabilities(&moved).unwrap(), None);
-    }
-}

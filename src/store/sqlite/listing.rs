@@ -39,39 +39,3 @@ impl Listing for Local {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::pins::tests::new_pin;
-    use crate::store::pins::Ownership;
-    use crate::store::Store;
-
-    #[test]
-    fn pinned_leased_and_ephemeral_sessions_are_listed_once_each() {
-        let mut s = Store::in_memory().unwrap();
-        let a = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
-        let b = "7e8e0435-8e12-4245-aa25-f674ed4e97a7";
-        let c = "8e8e0435-8e12-4245-aa25-f674ed4e97a7";
-        s.add_pin(&new_pin(a, "u1", &["hi"], "r1"), Ownership::Kept, "/c")
-            .unwrap();
-        s.add_pin(
-            &new_pin(a, "u2", &["hi", "more"], "r2"),
-            Ownership::Kept,
-            "/c",
-        )
-        .unwrap();
-        s.add_pin(&new_pin(b, "u1", &["x"], "r"), Ownership::Ephemeral, "/c")
-            .unwrap();
-        s.try_lease(c, None, 4242, &|_| true).unwrap();
-        let got = s.shim_sessions().unwrap();
-        assert_eq!(got.len(), 3, "{got:#?}");
-        let by = |id: &str| got.iter().find(|r| r.session == id).unwrap();
-        assert_eq!((by(a).turns, by(a).pins, by(a).ephemeral), (2, 2, false));
-        assert!(by(a).conversation.is_some());
-        assert!(by(b).ephemeral);
-        assert_eq!(
-            (by(c).pins, by(c).lease_pid, by(c).cwd.clone()),
-            (0, Some(4242), None)
-        );
-    }
-}

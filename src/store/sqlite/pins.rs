@@ -246,25 +246,6 @@ pub(crate) mod tests {
         NewPin::of_turns(session, uuid, "/w", turns, reply)
     }
 
-    #[test]
-    fn pins_heads_and_drop() {
-        let mut s = Store::in_memory().unwrap();
-        let a = new_pin("S", "A1", &["hi"], "r1");
-        s.add_pin(&a, Ownership::Kept, "/c").unwrap();
-        s.add_pin(&new_pin("T", "B1", &["hi"], "r1"), Ownership::Kept, "/c")
-            .unwrap();
-        let found = s.find_pins(&a.node).unwrap();
-        assert_eq!(
-            found.iter().map(|p| p.session.as_str()).collect::<Vec<_>>(),
-            ["T", "S"]
-        );
-        assert_eq!(found[1].reply_hashes, [ReplyHash::of("r1")]);
-        assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A1"));
-        s.drop_session("S").unwrap();
-        assert_eq!(s.find_pins(&a.node).unwrap().len(), 1);
-        assert_eq!(s.session_head("S").unwrap(), None);
-    }
-
     /// SQLite virtual-machine steps (in hundreds) the turn's queries take.
     fn turn_queries_work(s: &Store, probe: &NewPin) -> u64 {
         use std::sync::atomic::{AtomicU64, Ordering};
@@ -323,33 +304,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn unpin_takes_the_pin_and_the_head_back() {
-        let mut s = Store::in_memory().unwrap();
-        s.add_pin(&new_pin("S", "A1", &["a"], "r"), Ownership::Kept, "/c")
-            .unwrap();
-        let b = new_pin("S", "A2", &["a", "b"], "r");
-        let id = s.add_pin(&b, Ownership::Kept, "/c").unwrap();
-        assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A2"));
-        s.unpin(id, "S", Some("A1")).unwrap();
-        assert!(s.find_pins(&b.node).unwrap().is_empty());
-        assert_eq!(s.session_head("S").unwrap().as_deref(), Some("A1"));
-    }
-
-    #[test]
-    fn elsewhere_finds_the_same_turns_in_another_scope() {
-        let mut s = Store::in_memory().unwrap();
-        let mut p = new_pin("S", "A1", &["a"], "r");
-        p.parts.cwd = "/other".into();
-        p.scope = p.parts.scope();
-        p.node = p.chain.node(&p.scope);
-        s.add_pin(&p, Ownership::Kept, "/c").unwrap();
-        let found = s.find_elsewhere(&p.chain).unwrap().unwrap();
-        assert_eq!(found.parts.cwd, "/other");
-        let other = Chain::empty().user("zzz");
-        assert_eq!(s.find_elsewhere(&other).unwrap(), None);
-    }
-
-    #[test]
     fn lease_is_exclusive_while_holder_lives_and_says_when_it_drains() {
         let mut s = Store::in_memory().unwrap();
         s.add_pin(&new_pin("S", "A1", &["a"], "r"), Ownership::Kept, "/c")
@@ -384,39 +338,5 @@ pub(crate) mod tests {
             s.try_lease("S", Some("A9"), 3, &|_| true).unwrap(),
             Lease::Taken
         );
-    }
-
-    #[test]
-    fn ephemeral_sessions_expire_when_idle_or_superseded_never_while_leased() {
-        let t = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(1000));
-        let clock = t.clone();
-        let mut s = Store::in_memory()
-            .unwrap()
-            .with_clock(move || clock.load(std::sync::atomic::Ordering::SeqCst));
-        let set = |v| t.store(v, std::sync::atomic::Ordering::SeqCst);
-        s.add_pin(&new_pin("E", "A1", &["a"], "r"), Ownership::Ephemeral, "/c")
-            .unwrap();
-        s.add_pin(&new_pin("K", "B1", &["k"], "r"), Ownership::Kept, "/c")
-            .unwrap();
-        assert!(s.is_ephemeral("E").unwrap() && !s.is_ephemeral("K").unwrap());
-        assert!(s.expired_ephemeral(1000, &|_| true).unwrap().is_empty());
-        // Superseded: the same node and reply pinned later in another session.
-        s.add_pin(&new_pin("F", "C1", &["a"], "r"), Ownership::Ephemeral, "/c")
-            .unwrap();
-        assert_eq!(
-            s.expired_ephemeral(1000, &|_| true).unwrap(),
-            [("E".to_string(), "/c".to_string())]
-        );
-        // Idle past the TTL, unless a live turn holds it.
-        set(5000);
-        assert_eq!(
-            s.try_lease("F", Some("C1"), 7, &|_| true).unwrap(),
-            Lease::Taken
-        );
-        set(9000);
-        let expired = s.expired_ephemeral(6000, &|_| true).unwrap();
-        assert_eq!(expired, [("E".to_string(), "/c".to_string())]);
-        let expired = s.expired_ephemeral(6000, &|_| false).unwrap();
-        assert_eq!(expired.len(), 2, "{expired:?}");
     }
 }

@@ -266,47 +266,6 @@ mod tests {
     }
 
     #[test]
-    fn latest_pin_per_session_newest_first() {
-        let mut s = Store::in_memory().unwrap();
-        pin(&mut s, "S", "/a", 1, "one");
-        pin(&mut s, "T", "/b", 1, "other");
-        pin(&mut s, "S", "/a", 2, "two");
-        let rows = s.latest_pins(None).unwrap();
-        let got: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                (
-                    r.session.as_str(),
-                    r.turns,
-                    r.reply_preview.as_str(),
-                    r.pins,
-                )
-            })
-            .collect();
-        assert_eq!(got, [("S", 2, "two", 2), ("T", 1, "other", 1)]);
-        let only_b = s.latest_pins(Some("/b")).unwrap();
-        assert_eq!(only_b.len(), 1);
-        assert_eq!(only_b[0].session, "T");
-    }
-
-    #[test]
-    fn forget_by_session_cwd_and_all() {
-        let mut s = Store::in_memory().unwrap();
-        pin(&mut s, "S", "/a", 1, "");
-        pin(&mut s, "S", "/a", 2, "");
-        pin(&mut s, "T", "/b", 1, "");
-        pin(&mut s, "U", "/b", 1, "");
-        let r = s.forget_sessions(&["S".into()]).unwrap();
-        assert_eq!((r.pins, r.sessions), (2, 1));
-        let r = s.forget_cwd("/b").unwrap();
-        assert_eq!((r.pins, r.sessions), (2, 2));
-        assert_eq!((count(&s, "pins"), count(&s, "sessions")), (0, 0));
-        pin(&mut s, "V", "/c", 1, "");
-        let r = s.forget_all().unwrap();
-        assert_eq!((r.pins, r.sessions), (1, 1));
-    }
-
-    #[test]
     fn prune_drops_gone_old_orphans_and_old_runs() {
         let mut s = Store::in_memory().unwrap();
         pin(&mut s, "OLD", "/a", 1, "");

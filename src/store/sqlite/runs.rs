@@ -70,7 +70,6 @@ impl Local {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::Usage;
     use crate::store::Store;
 
     #[test]
@@ -125,36 +124,5 @@ mod tests {
             .map(|r| r.replay_misses_prefix)
             .collect();
         assert_eq!(read, [true, false]);
-    }
-
-    #[test]
-    fn logs_and_counts() {
-        let s = Store::in_memory().unwrap();
-        for kind in [Kind::Fresh, Kind::Resumed, Kind::Resumed] {
-            let run = Run {
-                cwd: "/w",
-                kind,
-                why_code: "resumed",
-                why: "resumed in place",
-                exit: 0,
-                bytes_in: 10,
-                bytes_sent: 3,
-                spent: Spent {
-                    usage: Some((Usage::default(), UsageFrom::Result)),
-                    cost_usd: Some(0.1),
-                    total_cost_usd: Some(0.3),
-                },
-                session: None,
-                conv_key: None,
-                engine: Engine::Cold,
-                replay_misses_prefix: false,
-            };
-            s.log_run(&run).unwrap();
-        }
-        let counts = s.run_counts().unwrap();
-        assert_eq!(
-            counts,
-            [("fresh".to_string(), 1), ("resumed".to_string(), 2)]
-        );
     }
 }

@@ -30,24 +30,3 @@ impl Scans for Local {
         Ok(())
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use crate::store::Store;
-
-    #[test]
-    fn a_scan_is_kept_and_carried_on() {
-        let t = tempfile::tempdir().unwrap();
-        let f = t.path().join("s.jsonl");
-        std::fs::write(&f, "{\"type\":\"user\",\"message\":{\"content\":\"hi\"}}\n").unwrap();
-        let s = Store::in_memory().unwrap();
-        assert_eq!(s.scan_of(&f).unwrap(), None);
-        assert_eq!(s.scan(&f).unwrap().messages, 1);
-        let mut text = std::fs::read_to_string(&f).unwrap();
-        text.push_str("{\"type\":\"system\",\"subtype\":\"compact_boundary\"}\n");
-        std::fs::write(&f, text).unwrap();
-        let again = s.scan(&f).unwrap();
-        assert_eq!((again.messages, again.compactions), (1, 1));
-        assert_eq!(s.scan_of(&f).unwrap(), Some(again));
-    }
-}
