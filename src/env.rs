@@ -375,3 +375,66 @@ pub fn guard() -> Option<(u32, u32)> {
     let (depth, pid) = raw.split_once(':')?;
     Some((depth.parse().ok()?, pid.parse().ok()?))
 }
+
+// What the shim reads of the rest of the environment: the caller's, which
+// the CLI reads too (a scope and a live CLI's fingerprint hold all of it),
+// and the places shells, completions and reports look.
+
+/// The whole environment, as the CLI would get it.
+pub fn all() -> std::env::VarsOs {
+    std::env::vars_os()
+}
+
+/// `HOME` as set (even empty): where Claude Code reads the user's files.
+pub fn user_home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from)
+}
+
+/// `HOME` as text, for writing paths under it as `~` in reports.
+pub fn home_text() -> Option<String> {
+    std::env::var("HOME").ok()
+}
+
+/// A directory variable that is set and not empty (`ZDOTDIR`,
+/// `XDG_CONFIG_HOME`, `CARGO_HOME`, …).
+pub fn dir(name: &str) -> Option<PathBuf> {
+    var_os(name).map(PathBuf::from)
+}
+
+/// The directories of `PATH`.
+pub fn path() -> OsString {
+    std::env::var_os("PATH").unwrap_or_default()
+}
+
+/// The directories of `FPATH` (where zsh finds completions).
+pub fn fpath() -> Vec<PathBuf> {
+    std::env::var_os("FPATH")
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default()
+}
+
+/// `SHELL`: the user's login shell.
+pub fn shell() -> OsString {
+    std::env::var_os("SHELL").unwrap_or_default()
+}
+
+/// `NO_COLOR` set and not empty: no colour, even on a terminal.
+pub fn no_color() -> bool {
+    var_os("NO_COLOR").is_some()
+}
+
+/// `COLUMNS`, where it is a width.
+pub fn columns() -> Option<usize> {
+    std::env::var("COLUMNS").ok()?.trim().parse().ok()
+}
+
+/// The recursion guard as set on entry, unparsed (for `doctor`).
+pub fn guard_text() -> Option<String> {
+    std::env::var(GUARD).ok()
+}
+
+/// `CLAUDE_CODE_ATTRIBUTION_HEADER`: whether the CLI sends its billing
+/// header, which changes its system prompt (see `cost`).
+pub fn attribution_header() -> Option<String> {
+    std::env::var("CLAUDE_CODE_ATTRIBUTION_HEADER").ok()
+}

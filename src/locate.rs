@@ -31,7 +31,7 @@ pub fn real_claude(shim_invoked_as: &Path) -> Result<PathBuf, LocateError> {
         };
     }
     let own_dir = shim_dir(shim_invoked_as);
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = crate::env::path();
     search(&path, own_dir.as_deref(), me.as_deref()).ok_or(LocateError::NotFound)
 }
 

@@ -106,9 +106,7 @@ pub struct Target {
 }
 
 fn non_empty(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+    crate::env::dir(name)
 }
 
 impl Place {
@@ -128,9 +126,7 @@ impl Place {
             ]
             .iter()
             .any(|p| Path::new(p).exists()),
-            fpath: std::env::var_os("FPATH")
-                .map(|v| std::env::split_paths(&v).collect())
-                .unwrap_or_default(),
+            fpath: crate::env::fpath(),
             zshrc: std::fs::read_to_string(zshrc).unwrap_or_default(),
             zdotdir,
             home,

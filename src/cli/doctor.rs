@@ -114,8 +114,7 @@ pub fn gather(dir: Option<&Path>) -> Facts {
 
     f.mode = crate::env::mode();
     f.claude_shim_on_path = which::which("claude-shim").ok();
-    f.shim_dir_on_path = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d == f.shim_dir));
+    f.shim_dir_on_path = std::env::split_paths(&crate::env::path()).any(|d| d == f.shim_dir);
     let shell = super::rc::RcShell::from_env();
     f.shell = shell.name().into();
     if let Some((file, line)) = shell.find_init() {
@@ -223,7 +222,7 @@ pub fn gather(dir: Option<&Path>) -> Facts {
         }
     }
     room::gather(&mut f);
-    f.guard = std::env::var(crate::env::GUARD).ok();
+    f.guard = crate::env::guard_text();
     f
 }
 

@@ -209,12 +209,12 @@ fn names_dir(line: &str, dir: Option<&Path>) -> bool {
 
 /// Whether `dir` is an entry of PATH.
 fn on_path(dir: &Path) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d == dir))
+    std::env::split_paths(&crate::env::path()).any(|d| d == dir)
 }
 
 /// `~/x` for a path under HOME, for messages.
 fn home_relative(p: &Path) -> String {
-    let home = std::env::var("HOME").ok();
+    let home = crate::env::home_text();
     super::human::tilde(&p.to_string_lossy(), home.as_deref())
 }
 

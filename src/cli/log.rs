@@ -128,7 +128,7 @@ impl Run for Log {
         }
         let view = View {
             today: &today,
-            home: std::env::var("HOME").ok(),
+            home: crate::env::home_text(),
             width: style::terminal_width(),
             style: Style::for_stdout(),
         };

@@ -152,7 +152,7 @@ impl Run for Pins {
             writeln!(out)?;
             return Ok(());
         }
-        let home = std::env::var("HOME").ok();
+        let home = crate::env::home_text();
         let width = super::style::terminal_width();
         render(out, &rows, home.as_deref(), Style::for_stdout(), width)?;
         Ok(())

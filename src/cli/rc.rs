@@ -14,7 +14,7 @@ pub enum RcShell {
 
 impl RcShell {
     pub fn from_env() -> RcShell {
-        let shell = std::env::var_os("SHELL").unwrap_or_default();
+        let shell = crate::env::shell();
         match Path::new(&shell).file_name().and_then(|n| n.to_str()) {
             Some("zsh") => RcShell::Zsh,
             Some("fish") => RcShell::Fish,
@@ -41,11 +41,7 @@ impl RcShell {
     /// The files this shell reads at start that could hold the init line,
     /// the usual one first.
     pub fn rc_files(self, home: &Path) -> Vec<PathBuf> {
-        let var = |name| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
+        let var = crate::env::dir;
         match self {
             RcShell::Bash => [".bashrc", ".bash_profile", ".profile"]
                 .iter()
@@ -64,7 +60,7 @@ impl RcShell {
 
     /// The rc file and the line in it that already run `claude-shim init`.
     pub fn find_init(self) -> Option<(PathBuf, String)> {
-        let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+        let home = crate::env::dir("HOME")?;
         self.rc_files(Path::new(&home)).into_iter().find_map(|rc| {
             let text = std::fs::read_to_string(&rc).ok()?;
             let line = init_line(&text)?.to_owned();

@@ -55,7 +55,7 @@ impl Run for Sessions {
         }
         let view = View {
             now: crate::store::now(),
-            home: std::env::var("HOME").ok(),
+            home: crate::env::home_text(),
             width: style::terminal_width(),
             style: Style::for_stdout(),
             all: matches!(which, Which::All),

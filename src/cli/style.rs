@@ -13,7 +13,7 @@ impl Style {
     pub const PLAIN: Style = Style { color: false };
 
     pub fn for_stdout() -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let no_color = crate::env::no_color();
         Style {
             color: !no_color && std::io::stdout().is_terminal(),
         }
@@ -53,11 +53,7 @@ impl Style {
 /// scripts; `--json` is the machine format).
 pub fn terminal_width() -> Option<usize> {
     use std::os::fd::AsRawFd;
-    if let Some(n) = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-    {
+    if let Some(n) = crate::env::columns().filter(|&n| n > 0) {
         return Some(n);
     }
     let stdout = std::io::stdout();

@@ -70,13 +70,15 @@ pub fn restore_file_size_limit() {
 /// whether the caller signalled them while they ran. A turn may run two at
 /// once (the Agent SDK handshake).
 #[derive(Clone, Default)]
-pub struct ChildPid(
-    Arc<Mutex<Children>>,
-    Arc<AtomicBool>,
-    Arc<AtomicI32>,
+pub struct ChildPid {
+    children: Arc<Mutex<Children>>,
+    /// A signal meant to stop the child came while it ran.
+    signalled: Arc<AtomicBool>,
+    /// The last such signal's number.
+    last_signal: Arc<AtomicI32>,
     /// SIGINT is noted, not sent: the turn interrupts the child itself.
-    Arc<AtomicBool>,
-);
+    interrupt_myself: Arc<AtomicBool>,
+}
 
 #[derive(Default)]
 struct Children {
@@ -99,7 +101,7 @@ enum Child {
 
 impl ChildPid {
     fn lock(&self) -> std::sync::MutexGuard<'_, Children> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.children.lock().unwrap_or_else(|p| p.into_inner())
     }
     /// A child is about to be spawned: until [`set`](Self::set) gives its
     /// pid, a caller's signal waits for it rather than ending the shim. The
@@ -140,16 +142,16 @@ impl ChildPid {
     /// Whether a signal meant to stop the child (anything but SIGWINCH)
     /// arrived while it ran, forwarded or delivered by the terminal.
     pub fn signalled(&self) -> bool {
-        self.1.load(Ordering::SeqCst)
+        self.signalled.load(Ordering::SeqCst)
     }
     /// While `on`, SIGINT is noted but not sent to the children: the turn
     /// stops the child's turn its own way (a live CLI serves other turns).
     pub fn interrupt_myself(&self, on: bool) {
-        self.3.store(on, Ordering::SeqCst);
+        self.interrupt_myself.store(on, Ordering::SeqCst);
     }
     /// The last such signal.
     pub fn last_signal(&self) -> Option<Signal> {
-        Signal::try_from(self.2.load(Ordering::SeqCst)).ok()
+        Signal::try_from(self.last_signal.load(Ordering::SeqCst)).ok()
     }
     fn get(&self) -> Child {
         self.lock().state()
@@ -216,11 +218,11 @@ pub fn relay(child: ChildPid) -> std::io::Result<()> {
                 if sig != Signal::SIGWINCH
                     && matches!(state, Child::Running(_) | Child::Spawning(_))
                 {
-                    child.2.store(sig as i32, Ordering::SeqCst);
-                    child.1.store(true, Ordering::SeqCst);
+                    child.last_signal.store(sig as i32, Ordering::SeqCst);
+                    child.signalled.store(true, Ordering::SeqCst);
                 }
-                let int_not_sent =
-                    sig == Signal::SIGINT && (child.3.load(Ordering::SeqCst) || !forward_int());
+                let int_not_sent = sig == Signal::SIGINT
+                    && (child.interrupt_myself.load(Ordering::SeqCst) || !forward_int());
                 match state {
                     // Nothing started yet (the shim is reading the prompt or
                     // probing): the caller meant to stop `claude`, i.e. us.

@@ -322,7 +322,7 @@ impl Init {
         let cwd = std::env::current_dir().ok()?;
         let data_dir = crate::data_dir::DataDir::open().ok()?;
         let config_dir = crate::env::claude_config_dir()?;
-        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let home = crate::env::user_home();
         // By content, whole: a file changed at the same path is another scope;
         // what cannot be read whole means the CLI answers.
         let files =
@@ -332,7 +332,7 @@ impl Init {
             binary: &binary,
             cwd: &cwd,
             args,
-            env: &fingerprint::environment(std::env::vars_os()),
+            env: &fingerprint::environment(crate::env::all()),
             files: &files,
             request: &asked.request,
         });

@@ -151,7 +151,7 @@ const DRAIN_WAIT: Duration = Duration::from_secs(5);
 pub fn scope_of(place: &Place, args: &ParsedArgs, caps: &Capabilities) -> ScopeParts {
     let config = place.config_dir.to_string_lossy();
     let shared = place.store.lock().fleet().is_some();
-    let env: Vec<(String, String)> = std::env::vars_os()
+    let env: Vec<(String, String)> = crate::env::all()
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),

@@ -242,7 +242,7 @@ fn replay_misses_prefix(
     node: &crate::identity::Node,
     now: Option<&str>,
 ) -> bool {
-    let header = std::env::var("CLAUDE_CODE_ATTRIBUTION_HEADER").ok();
+    let header = crate::env::attribution_header();
     if !conv.has_history() || !crate::cost::sends_billing_header(header.as_deref()) {
         return false;
     }

@@ -130,7 +130,7 @@ impl Warm {
             .as_ref()
             .map(|s| s.request.to_string())
             .unwrap_or_default();
-        let mut env: Vec<(String, String)> = std::env::vars_os()
+        let mut env: Vec<(String, String)> = env::all()
             .filter(|(k, _)| k != crate::env::GUARD)
             .map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
             .collect::<Option<_>>()?;
@@ -138,7 +138,7 @@ impl Warm {
         let cwd = std::env::current_dir().ok()?.to_str()?.to_owned();
         let data_dir = DataDir::open().ok()?;
         let config_dir = env::claude_config_dir()?;
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = env::user_home();
         let start_up =
             fingerprint::StartUp::of(Path::new(&cwd), home.as_deref(), &config_dir, args);
         let Some(files) = start_up.state() else {
