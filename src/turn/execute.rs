@@ -9,8 +9,8 @@ use super::plan::{self, How, Plan, Why};
 use super::record::{self, PinContext, Recorder, RunDraft};
 use super::why::Reason;
 use crate::prompt::Prompt;
-use crate::runner::{self, signals::ChildPid, Exit, Finished, Watch};
-use crate::store::runs::{Kind, Run, Spent};
+use crate::runner::{self, Exit, Finished, Watch};
+use crate::store::runs::{Engine, Kind, Run, Spent};
 use crate::{debug, env, error, sessions};
 use std::ffi::OsString;
 use std::sync::Arc;
@@ -112,6 +112,55 @@ pub(super) fn interrupted(place: &Place, turn: &TurnKey) -> Option<plan::Interru
     })
 }
 
+/// What the attempt loop does after the first run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// The run stands: its output goes to the caller.
+    Keep,
+    /// The full transcript was refused as too long: the compacted session
+    /// that holds the conversation is resumed after all.
+    ResumeCompacted,
+    /// The resume was refused: the turn runs fresh, as the caller asked.
+    RerunFresh,
+}
+
+/// The decision after the first run. Only a refusal reruns: the run failed
+/// by itself before any of its output reached the caller (see
+/// [`may_be_refusal`]). `signalled`: the caller signalled it.
+/// `compacted`: there is a compacted session to resume instead.
+fn next(first: &Finished, plan: &Plan, signalled: bool, compacted: bool) -> Next {
+    let refused = !first.released() && may_be_refusal(first, signalled);
+    match plan {
+        _ if compacted && refused && first.observation.too_long() => Next::ResumeCompacted,
+        Plan::Resume { .. } if refused => Next::RerunFresh,
+        _ => Next::Keep,
+    }
+}
+
+/// What a turn's runs share: where it runs, which turn it is, what the
+/// caller sent and asked.
+struct Turn<'t> {
+    ctx: &'t Ctx<'t>,
+    place: &'t Place,
+    key: &'t TurnKey,
+    prompt: &'t Prompt,
+    args: &'t [OsString],
+    /// The engine a warm launcher uses is known once it runs: the exit says.
+    engine: Engine,
+}
+
+/// A run, as it will be recorded.
+struct Ran {
+    finished: Finished,
+    plan: Plan,
+    reason: Reason,
+    kind: Kind,
+    sent: usize,
+    recorder: Arc<Recorder>,
+    before: Before,
+    attempt_row: Attempts,
+}
+
 /// Stages 5 and 6, with one fallback: a resume the CLI refuses before any
 /// output reached the caller reruns fresh, as the caller asked.
 pub(super) fn execute(
@@ -123,46 +172,35 @@ pub(super) fn execute(
 ) -> Exit {
     let Prepared {
         place,
-        mut plan,
-        mut reason,
+        plan,
+        reason,
         attempt,
         ctx: pin_ctx,
         lease,
         head_before,
         resume_instead,
-        turn,
+        turn: key,
     } = p;
+    let t = Turn {
+        ctx,
+        place: &place,
+        key: &key,
+        prompt,
+        args,
+        engine: launch.engine(),
+    };
     let continues = match plan {
         Plan::Continue { continues, .. } => continues,
         _ => 0,
     };
-    let mut attempt_row = Attempts::start(&place, &turn, plan.target_session(), continues);
+    let attempt_row = Attempts::start(&place, &key, plan.target_session(), continues);
     let before = Before::read(&place, &plan);
+    let kind = kind_of(&plan);
     let head = head_before.clone();
-    // The engine a warm launcher uses is known once it runs: the exit says.
-    let engine = launch.engine();
-    let draft = |kind: Kind, reason: &Reason, sent: usize, before: &Before| RunDraft {
-        cwd: place.cwd.clone(),
-        kind,
-        why_code: reason.code,
-        why: reason.text.clone(),
-        bytes_in: prompt.len(),
-        bytes_sent: sent,
-        engine,
-        base_cost: before.base_cost,
-    };
-    let recorder = Arc::new(
-        Recorder::new(
-            place.store.clone(),
-            plan.clone(),
-            pin_ctx.clone(),
-            place.config_dir.clone(),
-            head_before,
-            lease,
-        )
-        .with_attempt(attempt_row.0)
-        .with_run(draft(kind_of(&plan), &reason, attempt.sent, &before)),
-    );
+    let recorder = t
+        .recorder(&plan, pin_ctx.clone(), (head_before, lease), &attempt_row)
+        .with_run(t.draft(kind, &reason, attempt.sent, &before));
+    let recorder = Arc::new(recorder);
     ctx.arm_live(prompt);
     let first = launch.planned(
         ctx,
@@ -171,143 +209,206 @@ pub(super) fn execute(
         &attempt,
         Some(recorder.clone()),
     );
-    let resuming = matches!(plan, Plan::Resume { .. });
-    let refused = !first.released() && may_be_refusal(&first, &ctx.child);
+    let next = next(
+        &first,
+        &plan,
+        ctx.child.signalled(),
+        resume_instead.is_some(),
+    );
     debug!(
-        "run ended {:?}: released {}, refused {refused}, too long {}",
+        "run ended {:?}: released {}, next {next:?}, too long {}",
         first.exit,
         first.released(),
         first.observation.too_long()
     );
-    let (finished, kind, sent, recorder, before) = match resume_instead {
-        Some((again, again_attempt, again_head)) if refused && first.observation.too_long() => {
-            // The full transcript does not fit: the compacted session is
-            // the conversation's best holder after all.
-            first.discard();
-            launch.between(ctx);
-            recorder.at_exit(&first.observation, false);
-            let lease = recorder.take_lease();
-            drop(recorder);
-            debug!("the full transcript was refused as too long; resuming {again:?}");
-            attempt_row.end(&place, None);
-            attempt_row = Attempts::start(&place, &turn, again.target_session(), 0);
-            plan = again;
-            reason = Reason::compacted_too_long();
-            let before = Before::read(&place, &plan);
-            let recorder = Arc::new(
-                Recorder::new(
-                    place.store.clone(),
-                    plan.clone(),
-                    pin_ctx,
-                    place.config_dir.clone(),
-                    again_head.clone(),
-                    lease,
-                )
-                .with_attempt(attempt_row.0)
-                .with_run(draft(
-                    kind_of(&plan),
-                    &reason,
-                    again_attempt.sent,
-                    &before,
-                )),
-            );
-            let watch: Arc<dyn Watch> = recorder.clone();
-            let f = launch.planned(
-                ctx,
-                &plan,
-                again_head.as_deref(),
-                &again_attempt,
-                Some(watch),
-            );
-            f.release();
-            (f, kind_of(&plan), again_attempt.sent, recorder, before)
-        }
-        _ if resuming && refused => {
-            // Refused before the caller saw anything: forget it, run fresh once.
-            first.discard();
-            launch.between(ctx);
-            debug!("resume refused ({:?}); rerunning fresh", first.exit);
-            recorder.at_exit(&first.observation, false);
-            drop(recorder);
-            if let Plan::Resume { session, .. } = &plan {
-                if let Err(e) = place.store.lock().drop_session(session) {
-                    error!("dropping refused session {session}: {e:#}");
-                }
-            }
-            plan = Plan::Fresh {
-                session: launch.fresh_id(),
-                why: Why::Refused,
-            };
-            attempt_row.end(&place, None);
-            attempt_row = Attempts::start(&place, &turn, plan.target_session(), 0);
-            reason = Reason::of(&plan, false);
-            let fresh = Attempt {
-                args: attempt::argv(&plan, args),
-                ..attempt::original(prompt, args, ctx.managed.input)
-            };
-            let recorder = Arc::new(
-                Recorder::new(
-                    place.store.clone(),
-                    plan.clone(),
-                    pin_ctx,
-                    place.config_dir.clone(),
-                    None,
-                    None,
-                )
-                .with_attempt(attempt_row.0)
-                .with_run(draft(
-                    Kind::Fallback,
-                    &reason,
-                    prompt.len(),
-                    &Before::fresh(),
-                )),
-            );
-            let f = launch.as_asked(ctx, &fresh, Some(recorder.clone()));
-            (f, Kind::Fallback, prompt.len(), recorder, Before::fresh())
-        }
-        _ => {
-            first.release();
-            (first, kind_of(&plan), attempt.sent, recorder, before)
-        }
-    };
-    let succeeded = succeeded(&finished);
-    attempt_row.end(&place, Some(&finished));
-    recorder.at_exit(&finished.observation, succeeded);
-    let spent = before.spent(&place, &plan, &finished);
-    let why = ctx.why_with_live(&reason.text);
-    let run = Run {
-        cwd: &place.cwd,
+    let first = Ran {
+        finished: first,
+        plan,
+        reason,
         kind,
-        why_code: reason.code,
-        why: &why,
-        exit: finished.exit.as_i32(),
-        bytes_in: prompt.len(),
-        bytes_sent: sent,
-        spent,
-        session: Some(plan.target_session()),
-        conv_key: recorder.conv_key(),
-        engine: launch.engine(),
-        replay_misses_prefix: recorder.replay_misses_prefix(),
+        sent: attempt.sent,
+        recorder,
+        before,
+        attempt_row,
     };
-    // Written ahead when the caller was about to have the reply: completed.
-    let logged = match recorder.run_row() {
-        Some(id) => place.store.lock().end_run(id, &run),
-        None => place.store.lock().log_run(&run),
+    let ran = match (next, resume_instead) {
+        (Next::ResumeCompacted, Some(instead)) => {
+            t.resume_compacted(launch, first, instead, pin_ctx)
+        }
+        (Next::RerunFresh, _) => t.rerun_fresh(launch, first, pin_ctx),
+        _ => {
+            first.finished.release();
+            first
+        }
     };
-    logged.unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
-    // A fleet: what the run added to its session travels, before the lease goes.
-    if succeeded || matches!(kind, Kind::Resumed) {
-        crate::fleet::after_run(
-            &place.store.lock(),
-            &place.config_dir,
-            plan.target_session(),
-        );
+    t.record(ran, launch.engine())
+}
+
+impl Turn<'_> {
+    /// The runs log's row of a run, before it ends.
+    fn draft(&self, kind: Kind, reason: &Reason, sent: usize, before: &Before) -> RunDraft {
+        RunDraft {
+            cwd: self.place.cwd.clone(),
+            kind,
+            why_code: reason.code,
+            why: reason.text.clone(),
+            bytes_in: self.prompt.len(),
+            bytes_sent: sent,
+            engine: self.engine,
+            base_cost: before.base_cost,
+        }
     }
-    recorder.finish();
-    sweep_ephemeral(&place);
-    place.store.lock().flush();
-    debug!("turn: done");
-    finished.exit
+
+    /// The recorder of a run of `plan` (`at`: the session's head it starts
+    /// from, and the lease it holds).
+    fn recorder(
+        &self,
+        plan: &Plan,
+        pin_ctx: PinContext,
+        at: (Option<String>, Option<lookup::LeaseGuard>),
+        attempt_row: &Attempts,
+    ) -> Recorder {
+        Recorder::new(
+            self.place.store.clone(),
+            plan.clone(),
+            pin_ctx,
+            self.place.config_dir.clone(),
+            at.0,
+            at.1,
+        )
+        .with_attempt(attempt_row.0)
+    }
+
+    /// The first run is forgotten: nothing of it reached the caller.
+    fn forget(&self, launch: &mut dyn Launch, first: &Ran) -> Option<lookup::LeaseGuard> {
+        first.finished.discard();
+        launch.between(self.ctx);
+        first.recorder.at_exit(&first.finished.observation, false);
+        first.attempt_row.end(self.place, None);
+        first.recorder.take_lease()
+    }
+
+    /// The full transcript does not fit: the compacted session is the
+    /// conversation's best holder after all.
+    fn resume_compacted(
+        &self,
+        launch: &mut dyn Launch,
+        first: Ran,
+        (plan, attempt, head): (Plan, Attempt, Option<String>),
+        pin_ctx: PinContext,
+    ) -> Ran {
+        let lease = self.forget(launch, &first);
+        drop(first);
+        debug!("the full transcript was refused as too long; resuming {plan:?}");
+        let attempt_row = Attempts::start(self.place, self.key, plan.target_session(), 0);
+        let reason = Reason::compacted_too_long();
+        let before = Before::read(self.place, &plan);
+        let kind = kind_of(&plan);
+        let recorder = self
+            .recorder(&plan, pin_ctx, (head.clone(), lease), &attempt_row)
+            .with_run(self.draft(kind, &reason, attempt.sent, &before));
+        let recorder = Arc::new(recorder);
+        let watch: Arc<dyn Watch> = recorder.clone();
+        let f = launch.planned(self.ctx, &plan, head.as_deref(), &attempt, Some(watch));
+        f.release();
+        Ran {
+            finished: f,
+            plan,
+            reason,
+            kind,
+            sent: attempt.sent,
+            recorder,
+            before,
+            attempt_row,
+        }
+    }
+
+    /// Refused before the caller saw anything: the session is forgotten
+    /// and the turn runs fresh once, as the caller asked.
+    fn rerun_fresh(&self, launch: &mut dyn Launch, first: Ran, pin_ctx: PinContext) -> Ran {
+        // The lease goes with the refused session.
+        drop(self.forget(launch, &first));
+        debug!(
+            "resume refused ({:?}); rerunning fresh",
+            first.finished.exit
+        );
+        if let Plan::Resume { session, .. } = &first.plan {
+            if let Err(e) = self.place.store.lock().drop_session(session) {
+                error!("dropping refused session {session}: {e:#}");
+            }
+        }
+        drop(first);
+        let plan = Plan::Fresh {
+            session: launch.fresh_id(),
+            why: Why::Refused,
+        };
+        let attempt_row = Attempts::start(self.place, self.key, plan.target_session(), 0);
+        let reason = Reason::of(&plan, false);
+        let fresh = Attempt {
+            args: attempt::argv(&plan, self.args),
+            ..attempt::original(self.prompt, self.args, self.ctx.managed.input)
+        };
+        let sent = self.prompt.len();
+        let recorder = self
+            .recorder(&plan, pin_ctx, (None, None), &attempt_row)
+            .with_run(self.draft(Kind::Fallback, &reason, sent, &Before::fresh()));
+        let recorder = Arc::new(recorder);
+        let f = launch.as_asked(self.ctx, &fresh, Some(recorder.clone()));
+        Ran {
+            finished: f,
+            plan,
+            reason,
+            kind: Kind::Fallback,
+            sent,
+            recorder,
+            before: Before::fresh(),
+            attempt_row,
+        }
+    }
+
+    /// The turn's records: its attempt's end, its pin (the recorder's), its
+    /// row in the runs log, its transcript on a fleet; then the lease goes.
+    fn record(&self, ran: Ran, engine: Engine) -> Exit {
+        let (place, finished) = (self.place, &ran.finished);
+        let succeeded = succeeded(finished);
+        ran.attempt_row.end(place, Some(finished));
+        ran.recorder.at_exit(&finished.observation, succeeded);
+        let spent = ran.before.spent(place, &ran.plan, finished);
+        let why = self.ctx.why_with_live(&ran.reason.text);
+        let run = Run {
+            cwd: &place.cwd,
+            kind: ran.kind,
+            why_code: ran.reason.code,
+            why: &why,
+            exit: finished.exit.as_i32(),
+            bytes_in: self.prompt.len(),
+            bytes_sent: ran.sent,
+            spent,
+            session: Some(ran.plan.target_session()),
+            conv_key: ran.recorder.conv_key(),
+            engine,
+            replay_misses_prefix: ran.recorder.replay_misses_prefix(),
+        };
+        // Written ahead when the caller was about to have the reply: completed.
+        let logged = match ran.recorder.run_row() {
+            Some(id) => place.store.lock().end_run(id, &run),
+            None => place.store.lock().log_run(&run),
+        };
+        logged.unwrap_or_else(|e| error!("recording the run failed: {e:#}"));
+        // A fleet: what the run added to its session travels, before the lease goes.
+        if succeeded || matches!(ran.kind, Kind::Resumed) {
+            crate::fleet::after_run(
+                &place.store.lock(),
+                &place.config_dir,
+                ran.plan.target_session(),
+            );
+        }
+        ran.recorder.finish();
+        sweep_ephemeral(place);
+        place.store.lock().flush();
+        debug!("turn: done");
+        finished.exit
+    }
 }
 
 /// What the session looked like before the run, to tell what the run added.
@@ -403,8 +504,8 @@ fn succeeded(f: &Finished) -> bool {
 /// A failed resume attempt the CLI may have refused: it ended by itself with
 /// an error. A death by signal, or any end after the caller signalled it, is
 /// a stop the caller (or the system) asked for; rerunning would undo it.
-fn may_be_refusal(f: &Finished, child: &ChildPid) -> bool {
-    !succeeded(f) && matches!(f.exit, runner::Exit::Code(_)) && !child.signalled()
+fn may_be_refusal(f: &Finished, signalled: bool) -> bool {
+    !succeeded(f) && matches!(f.exit, runner::Exit::Code(_)) && !signalled
 }
 
 /// Delete the files of ephemeral sessions that are superseded or idle past
@@ -433,5 +534,343 @@ pub fn sweep_ephemeral(place: &Place) {
             error!("forgetting ephemeral session {session}: {e:#}");
         }
         debug!("ephemeral session {session} removed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::identity::{Chain, ScopeParts};
+    use crate::invocation::{classify, Class, Managed, Policy};
+    use crate::observe::{Observation, ResultEvent};
+    use crate::runner::tee;
+    use crate::store::pins::{NewPin, Ownership};
+    use crate::store::Store;
+    use crate::turn::lookup::SharedStore;
+    use std::collections::VecDeque;
+    use std::path::Path;
+
+    const S: &str = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
+    const FRESH: &str = "7e8e0435-8e12-4245-aa25-f674ed4e97a7";
+    const COMPACTED: &str = "8e8e0435-8e12-4245-aa25-f674ed4e97a7";
+
+    /// A run that ended with `exit` and `obs`; `reached`: its output
+    /// reached the caller (else it is still held).
+    fn ran(exit: Exit, obs: Observation, reached: bool) -> Finished {
+        let (hold, _gate) = tee::Hold::new(true);
+        if reached {
+            tee::commit(&hold);
+        }
+        Finished::new(exit, obs, hold)
+    }
+
+    fn result(is_error: bool, text: &str) -> Observation {
+        Observation {
+            init_session: Some(S.into()),
+            assistant_uuids: vec!["A2".into()],
+            results: 1,
+            result: Some(ResultEvent {
+                is_error,
+                text: Some(text.into()),
+                session_id: Some(S.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn refused() -> Finished {
+        ran(Exit::Code(1), Observation::default(), false)
+    }
+
+    fn too_long() -> Finished {
+        ran(Exit::Code(1), result(true, "Prompt is too long"), false)
+    }
+
+    fn answered() -> Finished {
+        ran(Exit::Code(0), result(false, "d"), true)
+    }
+
+    /// A launch that starts no CLI: each run ends as scripted; what it was
+    /// asked to run is kept.
+    #[derive(Default)]
+    struct Fake {
+        runs: VecDeque<Finished>,
+        calls: Vec<(&'static str, Vec<String>)>,
+        between: usize,
+    }
+
+    impl Fake {
+        fn scripted(runs: impl IntoIterator<Item = Finished>) -> Fake {
+            Fake {
+                runs: runs.into_iter().collect(),
+                ..Default::default()
+            }
+        }
+
+        fn run(&mut self, how: &'static str, a: &Attempt) -> Finished {
+            let args = a.args.iter().map(|s| s.to_string_lossy().into()).collect();
+            self.calls.push((how, args));
+            self.runs.pop_front().expect("a run the test scripted")
+        }
+    }
+
+    impl Launch for Fake {
+        fn fresh_id(&mut self) -> String {
+            FRESH.into()
+        }
+        fn between(&mut self, _ctx: &Ctx<'_>) {
+            self.between += 1;
+        }
+        fn planned(
+            &mut self,
+            _ctx: &Ctx<'_>,
+            _plan: &Plan,
+            _head: Option<&str>,
+            a: &Attempt,
+            _watch: Option<Arc<dyn Watch>>,
+        ) -> Finished {
+            self.run("planned", a)
+        }
+        fn as_asked(
+            &mut self,
+            _ctx: &Ctx<'_>,
+            a: &Attempt,
+            _w: Option<Arc<dyn Watch>>,
+        ) -> Finished {
+            self.run("as asked", a)
+        }
+    }
+
+    /// A turn of `claude -p …`: its third message, the conversation pinned
+    /// to session S, whose resume is planned.
+    struct World {
+        store: SharedStore,
+        managed: Managed,
+        args: Vec<OsString>,
+        prompt: Prompt,
+        key: TurnKey,
+        pin_ctx: PinContext,
+        _dir: tempfile::TempDir,
+        config_dir: std::path::PathBuf,
+    }
+
+    impl World {
+        fn new() -> World {
+            let text = "Human: a\n\nAssistant: b\n\nHuman: c";
+            let args: Vec<OsString> = ["-p", "--output-format", "json", text]
+                .iter()
+                .map(OsString::from)
+                .collect();
+            let Class::Managed(managed) = classify(&args, Policy::default()) else {
+                panic!("a managed call");
+            };
+            let conv = crate::dialect::detect(text, None).conversation("");
+            let parts = ScopeParts::default();
+            let base = Chain::empty().user("a").reply("b");
+            let dir = tempfile::tempdir().unwrap();
+            let config_dir = dir.path().join("claude");
+            let pin_ctx = PinContext::new(
+                parts.scope(),
+                parts.clone(),
+                base.clone(),
+                &conv,
+                "/w",
+                &config_dir.to_string_lossy(),
+                Ownership::Kept,
+            );
+            let mut store = Store::in_memory().unwrap();
+            let earlier = NewPin::of_turns(S, "A1", "/w", &["a"], "b");
+            store.add_pin(&earlier, Ownership::Kept, "/c").unwrap();
+            World {
+                store: SharedStore::new(store),
+                prompt: Prompt::Positional {
+                    index: 3,
+                    text: text.into(),
+                },
+                key: TurnKey {
+                    node: base.user("c").node(&parts.scope()),
+                    message: "c".into(),
+                },
+                managed,
+                args,
+                pin_ctx,
+                _dir: dir,
+                config_dir,
+            }
+        }
+
+        fn prepared(&self, plan: Plan, instead: Option<Plan>) -> Prepared {
+            let attempt = |plan: &Plan| Attempt {
+                args: attempt::argv(plan, &self.args),
+                ..attempt::original(&self.prompt, &self.args, self.managed.input)
+            };
+            Prepared {
+                place: Place {
+                    store: self.store.clone(),
+                    config_dir: self.config_dir.clone(),
+                    cwd: "/w".into(),
+                },
+                reason: Reason::of(&plan, false),
+                attempt: attempt(&plan),
+                ctx: self.pin_ctx.clone(),
+                lease: None,
+                head_before: Some("A1".into()),
+                resume_instead: instead.map(|p| (p.clone(), attempt(&p), None)),
+                turn: self.key.clone(),
+                plan,
+            }
+        }
+
+        /// Run the turn through `launch`.
+        fn execute(&self, p: Prepared, launch: &mut Fake) -> Exit {
+            let ctx = Ctx {
+                real: Path::new("/nonexistent/claude"),
+                guard: "1:1",
+                child: Default::default(),
+                managed: &self.managed,
+                answered: Default::default(),
+                live: Default::default(),
+                opening: Default::default(),
+            };
+            execute(&ctx, p, &self.prompt, &self.args, launch)
+        }
+
+        /// The runs log: (kind, why code, exit) of each row, newest first.
+        fn rows(&self) -> Vec<(String, Option<String>, Option<i64>)> {
+            let rows = self.store.lock().recent_runs(0, None, None).unwrap();
+            rows.into_iter()
+                .map(|r| (r.kind, r.why_code, r.exit))
+                .collect()
+        }
+    }
+
+    fn resume() -> Plan {
+        Plan::Resume {
+            session: S.into(),
+            how: How::InPlace,
+        }
+    }
+
+    fn row(kind: &str, why: &str, exit: i64) -> (String, Option<String>, Option<i64>) {
+        (kind.into(), Some(why.into()), Some(exit))
+    }
+
+    #[test]
+    fn only_a_run_that_failed_by_itself_unseen_is_a_refusal() {
+        let fresh = Plan::Fresh {
+            session: FRESH.into(),
+            why: Why::Forced,
+        };
+        let died = ran(
+            Exit::Signal(nix::sys::signal::Signal::SIGTERM),
+            Default::default(),
+            false,
+        );
+        let seen = ran(Exit::Code(1), Observation::default(), true);
+        let error_result = ran(Exit::Code(0), result(true, "API Error"), false);
+        let cases = [
+            (refused(), resume(), false, false, Next::RerunFresh),
+            (refused(), resume(), true, false, Next::Keep),
+            (died, resume(), false, false, Next::Keep),
+            (seen, resume(), false, false, Next::Keep),
+            (answered(), resume(), false, false, Next::Keep),
+            (error_result, resume(), false, false, Next::RerunFresh),
+            (refused(), fresh.clone(), false, false, Next::Keep),
+            (
+                too_long(),
+                fresh.clone(),
+                false,
+                true,
+                Next::ResumeCompacted,
+            ),
+            (too_long(), fresh.clone(), true, true, Next::Keep),
+            (too_long(), fresh, false, false, Next::Keep),
+            (too_long(), resume(), false, false, Next::RerunFresh),
+        ];
+        for (i, (first, plan, signalled, compacted, want)) in cases.into_iter().enumerate() {
+            assert_eq!(next(&first, &plan, signalled, compacted), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn a_refused_resume_reruns_fresh_as_the_caller_asked_and_forgets_the_session() {
+        let w = World::new();
+        let mut launch = Fake::scripted([refused(), answered()]);
+        let exit = w.execute(w.prepared(resume(), None), &mut launch);
+        assert_eq!(exit, Exit::Code(0));
+        let caller: Vec<String> = w.args.iter().map(|a| a.to_string_lossy().into()).collect();
+        let fresh = [vec!["--session-id".to_string(), FRESH.into()], caller].concat();
+        assert_eq!(launch.calls.len(), 2, "{:?}", launch.calls);
+        assert_eq!(launch.calls[0].0, "planned");
+        assert!(
+            launch.calls[0].1.contains(&S.to_string()),
+            "{:?}",
+            launch.calls[0]
+        );
+        assert_eq!(launch.calls[1], ("as asked", fresh));
+        assert_eq!(launch.between, 1);
+        assert_eq!(w.rows(), [row("fallback", "resume-refused", 0)]);
+        let store = w.store.lock();
+        assert_eq!(
+            store.session_head(S).unwrap(),
+            None,
+            "the refused session is forgotten"
+        );
+        let last = store
+            .last_attempt(&w.key.node, &w.key.message, 0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(last.session, FRESH, "the rerun is the turn's last attempt");
+    }
+
+    #[test]
+    fn a_resume_whose_output_reached_the_caller_stands_even_when_it_failed() {
+        let w = World::new();
+        let seen = ran(Exit::Code(1), Observation::default(), true);
+        let mut launch = Fake::scripted([seen]);
+        let exit = w.execute(w.prepared(resume(), None), &mut launch);
+        assert_eq!(exit, Exit::Code(1));
+        assert_eq!(launch.calls.len(), 1);
+        assert_eq!(launch.between, 0);
+        assert_eq!(w.rows(), [row("resumed", "resumed", 1)]);
+        assert_eq!(
+            w.store.lock().session_head(S).unwrap().as_deref(),
+            Some("A1")
+        );
+    }
+
+    #[test]
+    fn a_transcript_too_long_resumes_the_compacted_session_instead() {
+        let w = World::new();
+        let fresh = Plan::Fresh {
+            session: FRESH.into(),
+            why: Why::Compacted(3),
+        };
+        let compacted = Plan::Resume {
+            session: COMPACTED.into(),
+            how: How::InPlace,
+        };
+        let mut launch = Fake::scripted([too_long(), answered()]);
+        let exit = w.execute(w.prepared(fresh, Some(compacted)), &mut launch);
+        assert_eq!(exit, Exit::Code(0));
+        let planned: Vec<_> = launch.calls.iter().map(|(how, _)| *how).collect();
+        assert_eq!(planned, ["planned", "planned"]);
+        assert!(launch.calls[1].1.contains(&COMPACTED.to_string()));
+        assert_eq!(w.rows(), [row("resumed", "compacted-too-long", 0)]);
+    }
+
+    #[test]
+    fn a_resumed_turn_that_answered_is_recorded_once_and_pinned() {
+        let w = World::new();
+        let mut launch = Fake::scripted([answered()]);
+        let exit = w.execute(w.prepared(resume(), None), &mut launch);
+        assert_eq!(exit, Exit::Code(0));
+        assert_eq!(w.rows(), [row("resumed", "resumed", 0)]);
+        let store = w.store.lock();
+        let pins = store.find_pins(&w.key.node).unwrap();
+        assert_eq!(pins.len(), 1, "{pins:?}");
+        assert_eq!(pins[0].session, S);
+        assert_eq!(store.session_head(S).unwrap().as_deref(), Some("A2"));
     }
 }

@@ -72,6 +72,7 @@ impl Place {
 /// of their own from the turn's start: opening (and migrating) the store
 /// then overlaps reading the prompt, reading it into turns and reaching the
 /// keeper, instead of following them.
+#[derive(Default)]
 pub struct Opening(Mutex<Option<JoinHandle<Opened>>>);
 
 type Opened = Result<(Place, Capabilities)>;

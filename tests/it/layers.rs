@@ -694,3 +694,134 @@ fn the_sibling_reader_finds_what_it_looks_for() {
     );
     assert!(!graphs.contains_key(""));
 }
+
+/// Lines a function of `src/` may take, its signature and closing brace
+/// included: past this it holds more than one step, and wants names for them.
+const FUNCTION_LINES: usize = 120;
+/// Lines of a file of `src/` before its test module.
+const FILE_LINES: usize = 600;
+
+/// Functions still longer than [`FUNCTION_LINES`] (`file`, `fn`), each
+/// waiting to be split; the test fails when one is no longer long, so the
+/// list only shrinks.
+const LONG_YET: &[(&str, &str)] = &[
+    ("cli/doctor.rs", "gather"),
+    ("cli/sessions.rs", "render"),
+    ("runner/mod.rs", "start"),
+    ("turn/handshake.rs", "run"),
+    ("turn/lookup.rs", "lookup"),
+    ("turn/managed.rs", "prepare"),
+    ("turn/relay.rs", "relay"),
+    ("turn/warm.rs", "new"),
+];
+
+/// Each function of `code` (outside its test module): name, first line and
+/// length in lines. A function ends at the first line that is its own
+/// indentation and `}` (rustfmt's layout).
+fn functions(code: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let after = [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ]
+        .iter()
+        .fold(body, |b, p| b.strip_prefix(p).unwrap_or(b));
+        let Some(rest) = after.strip_prefix("fn ") else {
+            continue;
+        };
+        if line.trim_end().ends_with(';') {
+            continue;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i + 1..].iter().position(|l| *l == close) {
+            out.push((name, i + 1, end + 2));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_or_file_of_src_grows_past_its_bound() {
+    let mut long = Vec::new();
+    let mut files_long = Vec::new();
+    for (_, path) in module_files() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = match text.find("#[cfg(test)]\nmod ") {
+            Some(at) => &text[..at],
+            None => &text,
+        };
+        let rel = path.strip_prefix(src()).unwrap().display().to_string();
+        if code.lines().count() > FILE_LINES {
+            files_long.push(format!("{rel}: {} lines", code.lines().count()));
+        }
+        for (name, at, lines) in functions(code) {
+            if lines > FUNCTION_LINES {
+                long.push((rel.clone(), name, at, lines));
+            }
+        }
+    }
+    assert!(
+        files_long.is_empty(),
+        "files of src/ past {FILE_LINES} lines before their tests: {files_long:#?}"
+    );
+    let new: Vec<_> = long
+        .iter()
+        .filter(|(f, n, ..)| !LONG_YET.contains(&(f.as_str(), n.as_str())))
+        .map(|(f, n, at, lines)| format!("{f}:{at} fn {n}: {lines} lines"))
+        .collect();
+    assert!(
+        new.is_empty(),
+        "functions past {FUNCTION_LINES} lines (name their steps): {new:#?}"
+    );
+    let short: Vec<_> = LONG_YET
+        .iter()
+        .filter(|(f, n)| !long.iter().any(|(lf, ln, ..)| lf == f && ln == n))
+        .collect();
+    assert!(
+        short.is_empty(),
+        "no longer long: take off LONG_YET: {short:?}"
+    );
+}
+
+#[test]
+fn the_function_reader_measures_what_rustfmt_writes() {
+    let code = "fn a() {\n    x();\n}\n\nimpl T {\n    pub fn b(\n        y: u8,\n    ) -> u8 {\n        y\n    }\n    fn c();\n}\n";
+    assert_eq!(
+        functions(code),
+        [("a".to_owned(), 1, 3), ("b".to_owned(), 6, 5)]
+    );
+}
+
+/// Every environment variable the shim reads is read by a getter of
+/// `env.rs`, which lists them (`claude-shim` documents them from there).
+#[test]
+fn the_environment_is_read_in_env_rs_alone() {
+    let mut found = Vec::new();
+    for (module, path) in module_files() {
+        if module == ["env"] {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(&path).unwrap());
+        for (n, line) in code.lines().enumerate() {
+            if line.contains("env::var") {
+                found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "environment reads outside env.rs: {found:#?}"
+    );
+}
