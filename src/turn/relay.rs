@@ -12,8 +12,11 @@ use crate::runner::tee::{self, Stream};
 use crate::runner::{Exit, Watch};
 use crate::warm::client::Lent;
 use crate::{debug, warm};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::Signal;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
+use std::time::Instant;
 
 /// What a turn writes to a live process.
 pub(super) struct Input {
@@ -169,6 +172,26 @@ fn changes_permissions(line: &[u8]) -> bool {
         })
 }
 
+/// Whether the relay goes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Go,
+    Stop,
+}
+
+/// Which of the turn's pipes have something.
+enum Polled {
+    /// Nothing now (or a signal came): look at the turn again.
+    Nothing,
+    Ready {
+        out: bool,
+        err: bool,
+        caller: bool,
+    },
+    /// The pipes cannot be watched: the relay ends.
+    Failed,
+}
+
 /// Write the message, then relay the turn: stdout rendered for the caller's
 /// format up to the result, stderr as it comes. The caller's SIGINT stops the
 /// turn as it stops a cold run — its result is an error, printed, and the
@@ -183,122 +206,211 @@ pub(super) fn relay(
     format: crate::invocation::OutputFormat,
     watch: Option<&dyn Watch>,
 ) -> Relayed {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use nix::sys::signal::Signal;
-    let mut out = Relayed {
-        exit: None,
-        observation: Default::default(),
-        signalled: false,
-        signalled_by: None,
-        interrupted: false,
-        wrote: 0,
-        stderr: 0,
-        unresponsive: false,
-        caller_controlled: false,
-        from_caller: Vec::new(),
-    };
-    let mut observer = Observer::new(crate::invocation::OutputFormat::StreamJson);
-    let mut render = Render::new(format);
-    // The end of a streamed reply waits until the turn is recorded.
-    let mut sealer = (format == crate::invocation::OutputFormat::StreamJson && watch.is_some())
-        .then(crate::runner::seal::Sealer::default);
-    let caller = input.caller.as_ref();
-    let mut side = caller.map(|_| CallerSide {
-        messages: 1,
-        ..Default::default()
-    });
-    let init_id = caller.and_then(|c| c.init.as_ref().map(|(_, id)| id.as_str()));
-    let mut answer = caller.and_then(|c| c.answer.clone());
-    let mut first = Vec::new();
-    if let Some((line, _)) = caller.and_then(|c| c.init.as_ref()) {
-        first.extend_from_slice(line);
-    }
-    first.extend_from_slice(&input.line);
-    // The caller's later messages, each whole or cut (see `runner::live`).
-    let mut lines = crate::runner::live::Lines::new(ctx.live.clone());
-    if let (Some(c), Some(side)) = (caller, side.as_mut()) {
-        first.extend_from_slice(&lines.pass(&c.pending));
-        side.took(&c.pending, &mut out, true);
-    }
-    if (&lent.stdin).write_all(&first).is_err() {
-        out.observation = observer.finish();
-        return out;
+    let mut r = Relay::new(ctx, lent, input.caller.as_ref(), hold, format, watch);
+    if !r.send(input) {
+        return r.finish();
     }
     if let Some(w) = watch {
         w.input_closed();
     }
-    let interrupt_id = format!("claude-shim-interrupt-{}", std::process::id());
-    let mut interrupted_at: Option<std::time::Instant> = None;
-    let mut partial: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
-    let mut stopped_at: Option<std::time::Instant> = None;
-    // Bytes still to relay after the caller's signal (see below), if draining.
-    let mut draining: Option<usize> = None;
-    let started = std::time::Instant::now();
-    let patience = start_patience();
-    let mut spoke = false;
-    let kill = || {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(lent.pid), Signal::SIGKILL);
-    };
-    // SAFETY: fd 0 outlives this call.
-    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
-    'turn: loop {
+    while r.watch_the_turn() == Flow::Go {
+        let (out, err, caller) = match r.poll() {
+            Polled::Nothing => continue,
+            Polled::Failed => break,
+            Polled::Ready { out, err, caller } => (out, err, caller),
+        };
+        if caller && r.caller_wrote(&mut buf) == Flow::Stop {
+            break;
+        }
+        if err {
+            r.cli_stderr(&mut buf);
+        }
+        if out && r.cli_stdout(&mut buf) == Flow::Stop {
+            break;
+        }
+    }
+    r.finish()
+}
+
+/// A warm turn being relayed (see [`relay`]).
+struct Relay<'a> {
+    ctx: &'a Ctx<'a>,
+    lent: &'a Lent,
+    caller: Option<&'a Caller>,
+    hold: &'a tee::SharedHold,
+    watch: Option<&'a dyn Watch>,
+    out: Relayed,
+    observer: Observer,
+    render: Render,
+    /// The end of a streamed reply waits until the turn is recorded.
+    sealer: Option<crate::runner::seal::Sealer>,
+    side: Option<CallerSide>,
+    /// The answer to `initialize` the caller gets with the first line.
+    answer: Option<Vec<u8>>,
+    /// The caller's later messages, each whole or cut (see `runner::live`).
+    lines: crate::runner::live::Lines,
+    interrupt_id: String,
+    interrupted_at: Option<Instant>,
+    stopped_at: Option<Instant>,
+    /// Bytes still to relay after the caller's signal, if draining.
+    draining: Option<usize>,
+    /// The start of a line of the process's not yet complete.
+    partial: Vec<u8>,
+    started: Instant,
+    patience: std::time::Duration,
+    /// The process printed something.
+    spoke: bool,
+}
+
+impl<'a> Relay<'a> {
+    fn new(
+        ctx: &'a Ctx<'a>,
+        lent: &'a Lent,
+        caller: Option<&'a Caller>,
+        hold: &'a tee::SharedHold,
+        format: crate::invocation::OutputFormat,
+        watch: Option<&'a dyn Watch>,
+    ) -> Relay<'a> {
+        Relay {
+            ctx,
+            lent,
+            caller,
+            hold,
+            watch,
+            out: Relayed {
+                exit: None,
+                observation: Default::default(),
+                signalled: false,
+                signalled_by: None,
+                interrupted: false,
+                wrote: 0,
+                stderr: 0,
+                unresponsive: false,
+                caller_controlled: false,
+                from_caller: Vec::new(),
+            },
+            observer: Observer::new(crate::invocation::OutputFormat::StreamJson),
+            render: Render::new(format),
+            sealer: (format == crate::invocation::OutputFormat::StreamJson && watch.is_some())
+                .then(crate::runner::seal::Sealer::default),
+            side: caller.map(|_| CallerSide {
+                messages: 1,
+                ..Default::default()
+            }),
+            answer: caller.and_then(|c| c.answer.clone()),
+            lines: crate::runner::live::Lines::new(ctx.live.clone()),
+            interrupt_id: format!("claude-shim-interrupt-{}", std::process::id()),
+            interrupted_at: None,
+            stopped_at: None,
+            draining: None,
+            partial: Vec::new(),
+            started: Instant::now(),
+            patience: start_patience(),
+            spoke: false,
+        }
+    }
+
+    /// The caller's `initialize` for a new process, its message and what it
+    /// wrote after, written to the process; false if it is gone.
+    fn send(&mut self, input: &Input) -> bool {
+        let mut first = Vec::new();
+        if let Some((line, _)) = self.caller.and_then(|c| c.init.as_ref()) {
+            first.extend_from_slice(line);
+        }
+        first.extend_from_slice(&input.line);
+        if let (Some(c), Some(side)) = (self.caller, self.side.as_mut()) {
+            first.extend_from_slice(&self.lines.pass(&c.pending));
+            side.took(&c.pending, &mut self.out, true);
+        }
+        (&self.lent.stdin).write_all(&first).is_ok()
+    }
+
+    fn kill(&self) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.lent.pid), Signal::SIGKILL);
+    }
+
+    /// Before each wait: a silent new process, the caller's signals, an
+    /// interrupt or a stop that takes too long.
+    fn watch_the_turn(&mut self) -> Flow {
         // A new process that never answers a stream-json message (not a CLI
         // that speaks it) must not hang the turn: it goes, the turn runs cold.
-        if lent.fresh && !spoke && started.elapsed() > patience {
-            debug!("warm: the new live CLI said nothing in {patience:?}; ending it");
-            kill();
-            out.unresponsive = true;
-            break;
+        if self.lent.fresh && !self.spoke && self.started.elapsed() > self.patience {
+            debug!(
+                "warm: the new live CLI said nothing in {:?}; ending it",
+                self.patience
+            );
+            self.kill();
+            self.out.unresponsive = true;
+            return Flow::Stop;
         }
-        if ctx.child.signalled() && !out.signalled {
-            // An Agent SDK caller's turn is over once each message has its
-            // result: then SIGINT stops the call, as it would stop an idle CLI.
-            let idle = side.as_ref().is_some_and(|s| s.results >= s.messages);
-            match ctx.child.last_signal() {
-                Some(Signal::SIGINT) if !idle => {
-                    // Never into the middle of a line the caller is writing.
-                    let clean = side.as_ref().is_none_or(|s| s.partial.is_empty());
-                    if interrupted_at.is_none() && clean {
-                        let _ = (&lent.stdin).write_all(&warm::interrupt_line(&interrupt_id));
-                        interrupted_at = Some(std::time::Instant::now());
-                        out.interrupted = true;
-                    }
+        if self.ctx.child.signalled() && !self.out.signalled && self.signalled() == Flow::Stop {
+            return Flow::Stop;
+        }
+        if self
+            .interrupted_at
+            .is_some_and(|t| t.elapsed() > INTERRUPT_PATIENCE)
+            && !self.out.signalled
+        {
+            debug!("warm: the interrupted live CLI printed no result; ending it");
+            self.kill();
+            self.out.signalled = true;
+            self.out.signalled_by = Some(Signal::SIGINT);
+            return Flow::Stop;
+        }
+        match self.stopped_at {
+            Some(t) if t.elapsed() > std::time::Duration::from_secs(5) => Flow::Stop,
+            _ => Flow::Go,
+        }
+    }
+
+    /// The caller signalled the turn.
+    fn signalled(&mut self) -> Flow {
+        // An Agent SDK caller's turn is over once each message has its
+        // result: then SIGINT stops the call, as it would stop an idle CLI.
+        let idle = self.side.as_ref().is_some_and(|s| s.results >= s.messages);
+        match self.ctx.child.last_signal() {
+            Some(Signal::SIGINT) if !idle => {
+                // Never into the middle of a line the caller is writing.
+                let clean = self.side.as_ref().is_none_or(|s| s.partial.is_empty());
+                if self.interrupted_at.is_none() && clean {
+                    let line = warm::interrupt_line(&self.interrupt_id);
+                    let _ = (&self.lent.stdin).write_all(&line);
+                    self.interrupted_at = Some(Instant::now());
+                    self.out.interrupted = true;
                 }
-                sig => {
-                    // The caller stopped the turn: a cold CLI prints nothing
-                    // more — but what the process wrote before the signal came
-                    // (a cold CLI's would be in the caller's pipe already, such
-                    // as stream-json's `init` line) is relayed first.
-                    out.signalled = true;
-                    out.signalled_by = sig;
-                    stopped_at = Some(std::time::Instant::now());
-                    draining = Some(DRAIN_LIMIT);
-                    if idle {
-                        tee::mute(hold);
-                        // Nothing more is owed (and SIGINT never reaches the
-                        // process: it is not kept).
-                        break 'turn;
-                    }
+                Flow::Go
+            }
+            sig => {
+                // The caller stopped the turn: a cold CLI prints nothing
+                // more — but what the process wrote before the signal came
+                // (a cold CLI's would be in the caller's pipe already, such
+                // as stream-json's `init` line) is relayed first.
+                self.out.signalled = true;
+                self.out.signalled_by = sig;
+                self.stopped_at = Some(Instant::now());
+                self.draining = Some(DRAIN_LIMIT);
+                if !idle {
+                    return Flow::Go;
                 }
+                tee::mute(self.hold);
+                // Nothing more is owed (and SIGINT never reaches the
+                // process: it is not kept).
+                Flow::Stop
             }
         }
-        if interrupted_at.is_some_and(|t| t.elapsed() > INTERRUPT_PATIENCE) && !out.signalled {
-            debug!("warm: the interrupted live CLI printed no result; ending it");
-            kill();
-            out.signalled = true;
-            out.signalled_by = Some(Signal::SIGINT);
-            break;
-        }
-        if stopped_at.is_some_and(|t| t.elapsed() > std::time::Duration::from_secs(5)) {
-            break;
-        }
-        let reading_caller = side.as_ref().is_some_and(|s| !s.ended) && !out.signalled;
-        // Draining: only what is in the pipes now, never a wait for more.
-        let timeout = if draining.is_some() { 0u16 } else { 100 };
+    }
+
+    /// Wait for the process's output (and the caller's input) a moment;
+    /// draining, only for what is in the pipes now.
+    fn poll(&mut self) -> Polled {
+        let reading_caller = self.side.as_ref().is_some_and(|s| !s.ended) && !self.out.signalled;
+        let timeout = if self.draining.is_some() { 0u16 } else { 100 };
+        // SAFETY: fd 0 outlives this call.
+        let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
         let mut fds = vec![
-            PollFd::new(lent.stdout.as_fd(), PollFlags::POLLIN),
-            PollFd::new(lent.stderr.as_fd(), PollFlags::POLLIN),
+            PollFd::new(self.lent.stdout.as_fd(), PollFlags::POLLIN),
+            PollFd::new(self.lent.stderr.as_fd(), PollFlags::POLLIN),
         ];
         if reading_caller {
             fds.push(PollFd::new(stdin, PollFlags::POLLIN));
@@ -308,161 +420,299 @@ pub(super) fn relay(
             Ok(n) => n == 0,
             Err(e) => e != nix::errno::Errno::EINTR,
         };
-        if draining.is_some() && nothing_left {
-            draining = None;
-            tee::mute(hold);
-            continue;
+        if self.draining.is_some() && nothing_left {
+            self.draining = None;
+            tee::mute(self.hold);
+            return Polled::Nothing;
         }
         match polled {
-            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Ok(0) | Err(nix::errno::Errno::EINTR) => return Polled::Nothing,
             Ok(_) => {}
-            Err(_) => break,
+            Err(_) => return Polled::Failed,
         }
         let ready = |f: &PollFd| {
             f.revents().is_some_and(|r| {
                 r.intersects(PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR)
             })
         };
-        let (out_ready, err_ready) = (ready(&fds[0]), ready(&fds[1]));
-        let caller_ready = fds.get(2).is_some_and(ready);
-        if caller_ready {
-            let side = side.as_mut().expect("reading the caller");
-            match nix::unistd::read(0, &mut buf) {
-                Ok(0) | Err(_) => {
-                    let _ = (&lent.stdin).write_all(&lines.finish());
-                    if let Some(nl) = side.end(&mut out) {
-                        let _ = (&lent.stdin).write_all(nl);
-                    }
-                }
-                Ok(n) => {
-                    // The process reads on: a failed write means it is gone,
-                    // which its stdout says.
-                    let _ = (&lent.stdin).write_all(&lines.pass(&buf[..n]));
-                    let cold_may_run = out.wrote == 0 || !tee::released(hold);
-                    side.took(&buf[..n], &mut out, cold_may_run);
-                }
-            }
-            if side.done() && out.exit.is_some() {
-                break 'turn;
-            }
+        Polled::Ready {
+            out: ready(&fds[0]),
+            err: ready(&fds[1]),
+            caller: fds.get(2).is_some_and(ready),
         }
-        if err_ready {
-            if let Ok(n) = (&lent.stderr).read(&mut buf) {
-                if n > 0 {
-                    out.stderr += n;
-                    tee::pass(Stream::Err, &buf[..n], hold, false);
+    }
+
+    /// What the Agent SDK caller wrote: on to the process.
+    fn caller_wrote(&mut self, buf: &mut [u8]) -> Flow {
+        let side = self.side.as_mut().expect("reading the caller");
+        let stdin = &self.lent.stdin;
+        match nix::unistd::read(0, buf) {
+            Ok(0) | Err(_) => {
+                let _ = (&*stdin).write_all(&self.lines.finish());
+                if let Some(nl) = side.end(&mut self.out) {
+                    let _ = (&*stdin).write_all(nl);
                 }
             }
+            Ok(n) => {
+                // The process reads on: a failed write means it is gone,
+                // which its stdout says.
+                let _ = (&*stdin).write_all(&self.lines.pass(&buf[..n]));
+                let cold_may_run = self.out.wrote == 0 || !tee::released(self.hold);
+                side.took(&buf[..n], &mut self.out, cold_may_run);
+            }
         }
-        if !out_ready {
-            continue;
+        match side.done() && self.out.exit.is_some() {
+            true => Flow::Stop,
+            false => Flow::Go,
         }
-        let n = match (&lent.stdout).read(&mut buf) {
-            Ok(0) | Err(_) => break,
+    }
+
+    fn cli_stderr(&mut self, buf: &mut [u8]) {
+        if let Ok(n) = (&self.lent.stderr).read(buf) {
+            if n > 0 {
+                self.out.stderr += n;
+                tee::pass(Stream::Err, &buf[..n], self.hold, false);
+            }
+        }
+    }
+
+    /// What the process printed: each whole line relayed.
+    fn cli_stdout(&mut self, buf: &mut [u8]) -> Flow {
+        let n = match (&self.lent.stdout).read(buf) {
+            Ok(0) | Err(_) => return Flow::Stop,
             Ok(n) => n,
         };
         // A process that writes on after the signal is not drained for ever.
-        let drained = draining.as_mut().is_some_and(|left| {
+        let drained = self.draining.as_mut().is_some_and(|left| {
             *left = left.saturating_sub(n);
             *left == 0
         });
-        spoke = true;
-        partial.extend_from_slice(&buf[..n]);
-        while let Some(nl) = memchr::memchr(b'\n', &partial) {
-            let line: Vec<u8> = partial.drain(..=nl).collect();
-            // The answer to our interrupt is not the caller's to see.
-            if super::initialize::answers(&line, &interrupt_id) {
-                continue;
-            }
-            // Nor a new process's answer to the caller's `initialize`: the
-            // caller has the shim's (heard, to check what it remembers).
-            if init_id.is_some_and(|id| super::initialize::answers(&line, id)) {
-                if let Some(heard) = caller.and_then(|c| c.heard.as_ref()) {
-                    heard(lent.pid, &line);
-                }
-                continue;
-            }
-            let fed = observer.feed(&line);
-            if fed.result {
-                crate::runner::live::result(&ctx.live, observer.observation());
-                if let Some(w) = watch {
-                    w.result(observer.observation());
-                }
-            }
-            if let Some(side) = side.as_mut() {
-                side.printed(&line);
-            }
-            let mut rendered = render.line(&line);
-            let obs = observer.observation();
-            let proven = obs.init_session.is_some() || obs.has_success_result();
-            if !rendered.out.is_empty() {
-                if let Some(mut a) = answer.take() {
-                    // The answer to `initialize` comes first, as a cold CLI's.
-                    a.append(&mut rendered.out);
-                    rendered.out = a;
-                }
-                out.wrote += rendered.out.len();
-                match sealer.as_mut() {
-                    Some(sealer) => {
-                        for piece in sealer.feed(&rendered.out) {
-                            match piece {
-                                Piece::Pass(bytes) => {
-                                    tee::pass(Stream::Out, &bytes, hold, proven);
-                                }
-                                Piece::Sealed => {
-                                    if let Some(w) = watch {
-                                        w.sealed(observer.observation());
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    None => {
-                        tee::pass(Stream::Out, &rendered.out, hold, proven);
-                    }
-                }
-            } else if proven {
-                tee::pass(Stream::Out, b"", hold, true);
-            }
-            if let Some(code) = rendered.exit {
-                // A cold run stopped by SIGINT exits 0, its error result printed.
-                out.exit = Some(if out.interrupted { 0 } else { code });
-                match side.as_mut() {
-                    // A cold CLI ends after the result SIGINT brought.
-                    Some(side) if !out.interrupted => {
-                        side.results += 1;
-                        if side.done() {
-                            break 'turn;
-                        }
-                    }
-                    _ => break 'turn,
-                }
-            } else if side
-                .as_ref()
-                .is_some_and(|s| s.done() && out.exit.is_some())
-            {
-                break 'turn;
+        self.spoke = true;
+        self.partial.extend_from_slice(&buf[..n]);
+        while let Some(nl) = memchr::memchr(b'\n', &self.partial) {
+            let line: Vec<u8> = self.partial.drain(..=nl).collect();
+            if self.line(&line) == Flow::Stop {
+                return Flow::Stop;
             }
         }
         if drained {
-            draining = None;
-            tee::mute(hold);
+            self.draining = None;
+            tee::mute(self.hold);
+        }
+        Flow::Go
+    }
+
+    /// One line the process printed: observed, rendered for the caller.
+    fn line(&mut self, line: &[u8]) -> Flow {
+        // The answer to our interrupt is not the caller's to see.
+        if super::initialize::answers(line, &self.interrupt_id) {
+            return Flow::Go;
+        }
+        // Nor a new process's answer to the caller's `initialize`: the
+        // caller has the shim's (heard, to check what it remembers).
+        let init_id = self
+            .caller
+            .and_then(|c| c.init.as_ref().map(|(_, id)| id.as_str()));
+        if init_id.is_some_and(|id| super::initialize::answers(line, id)) {
+            if let Some(heard) = self.caller.and_then(|c| c.heard.as_ref()) {
+                heard(self.lent.pid, line);
+            }
+            return Flow::Go;
+        }
+        let fed = self.observer.feed(line);
+        if fed.result {
+            crate::runner::live::result(&self.ctx.live, self.observer.observation());
+            if let Some(w) = self.watch {
+                w.result(self.observer.observation());
+            }
+        }
+        if let Some(side) = self.side.as_mut() {
+            side.printed(line);
+        }
+        let rendered = self.render.line(line);
+        self.pass(rendered.out);
+        if let Some(code) = rendered.exit {
+            // A cold run stopped by SIGINT exits 0, its error result printed.
+            self.out.exit = Some(if self.out.interrupted { 0 } else { code });
+            return match self.side.as_mut() {
+                // A cold CLI ends after the result SIGINT brought.
+                Some(side) if !self.out.interrupted => {
+                    side.results += 1;
+                    match side.done() {
+                        true => Flow::Stop,
+                        false => Flow::Go,
+                    }
+                }
+                _ => Flow::Stop,
+            };
+        }
+        match self
+            .side
+            .as_ref()
+            .is_some_and(|s| s.done() && self.out.exit.is_some())
+        {
+            true => Flow::Stop,
+            false => Flow::Go,
         }
     }
-    if let Some(rest) = sealer.as_mut().map(crate::runner::seal::Sealer::finish) {
-        tee::pass(Stream::Out, &rest, hold, false);
+
+    /// Rendered output on to the caller (through the sealer, for a
+    /// streamed reply whose end waits for the record).
+    fn pass(&mut self, mut rendered: Vec<u8>) {
+        let obs = self.observer.observation();
+        let proven = obs.init_session.is_some() || obs.has_success_result();
+        if rendered.is_empty() {
+            if proven {
+                tee::pass(Stream::Out, b"", self.hold, true);
+            }
+            return;
+        }
+        if let Some(mut a) = self.answer.take() {
+            // The answer to `initialize` comes first, as a cold CLI's.
+            a.append(&mut rendered);
+            rendered = a;
+        }
+        self.out.wrote += rendered.len();
+        let Some(sealer) = self.sealer.as_mut() else {
+            tee::pass(Stream::Out, &rendered, self.hold, proven);
+            return;
+        };
+        for piece in sealer.feed(&rendered) {
+            match piece {
+                Piece::Pass(bytes) => {
+                    tee::pass(Stream::Out, &bytes, self.hold, proven);
+                }
+                Piece::Sealed => {
+                    if let Some(w) = self.watch {
+                        w.sealed(self.observer.observation());
+                    }
+                }
+            }
+        }
     }
-    if ctx.child.signalled() && !out.signalled && !out.interrupted {
-        // The caller's signal ended the process between the check above and
-        // its end of output: the turn was stopped all the same (never rerun).
-        out.signalled = true;
-        out.signalled_by = ctx.child.last_signal();
+
+    /// The relay is over: what is left of a sealed reply, and how the turn
+    /// ended.
+    fn finish(mut self) -> Relayed {
+        if let Some(rest) = self
+            .sealer
+            .as_mut()
+            .map(crate::runner::seal::Sealer::finish)
+        {
+            tee::pass(Stream::Out, &rest, self.hold, false);
+        }
+        let out = &mut self.out;
+        if self.ctx.child.signalled() && !out.signalled && !out.interrupted {
+            // The caller's signal ended the process between the check above and
+            // its end of output: the turn was stopped all the same (never rerun).
+            out.signalled = true;
+            out.signalled_by = self.ctx.child.last_signal();
+        }
+        if out.signalled {
+            tee::mute(self.hold);
+            // Let it end (the keeper reaps it); its last words are not ours.
+            out.exit = None;
+        }
+        out.observation = self.observer.finish();
+        self.out
     }
-    if out.signalled {
-        tee::mute(hold);
-        // Let it end (the keeper reaps it); its last words are not ours.
-        out.exit = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn relayed() -> Relayed {
+        Relayed {
+            exit: None,
+            observation: Default::default(),
+            signalled: false,
+            signalled_by: None,
+            interrupted: false,
+            wrote: 0,
+            stderr: 0,
+            unresponsive: false,
+            caller_controlled: false,
+            from_caller: Vec::new(),
+        }
     }
-    out.observation = observer.finish();
-    out
+
+    const USER: &[u8] = br#"{"type":"user","message":{"role":"user","content":"more"}}"#;
+
+    #[test]
+    fn an_sdk_callers_turn_ends_when_its_input_ended_and_each_message_has_its_result() {
+        let mut out = relayed();
+        let mut side = CallerSide {
+            messages: 1,
+            ..Default::default()
+        };
+        // A second message, written in two pieces.
+        side.took(&USER[..10], &mut out, true);
+        assert_eq!(side.messages, 1, "a line is counted once it is whole");
+        side.took(&[&USER[10..], b"\n"].concat(), &mut out, true);
+        assert_eq!(side.messages, 2);
+        side.results = 1;
+        assert!(!side.done(), "input still open");
+        assert_eq!(side.end(&mut out), None, "nothing partial to complete");
+        assert!(!side.done(), "a message still waits for its result");
+        side.results = 2;
+        assert!(side.done());
+        // A CLI that reports its state: done only once it is idle.
+        side.printed(br#"{"type":"system","subtype":"session_state_changed","state":"running"}"#);
+        assert!(!side.done());
+        side.printed(br#"{"type":"system","subtype":"session_state_changed","state":"idle"}"#);
+        assert!(side.done());
+    }
+
+    #[test]
+    fn a_last_line_without_its_newline_is_completed_and_counted() {
+        let mut out = relayed();
+        let mut side = CallerSide::default();
+        side.took(USER, &mut out, true);
+        assert_eq!((side.messages, out.from_caller.len()), (0, USER.len()));
+        assert_eq!(side.end(&mut out), Some(&b"\n"[..]));
+        assert_eq!(side.messages, 1);
+        assert_eq!(
+            out.from_caller, USER,
+            "the newline is the shim's, not the caller's"
+        );
+    }
+
+    #[test]
+    fn what_the_caller_wrote_is_kept_only_while_a_cold_run_may_follow() {
+        let mut out = relayed();
+        let mut side = CallerSide::default();
+        side.took(b"a\n", &mut out, true);
+        side.took(b"b\n", &mut out, true);
+        assert_eq!(out.from_caller, b"a\nb\n");
+        side.took(b"c\n", &mut out, false);
+        assert!(
+            out.from_caller.is_empty(),
+            "a long session does not pile it up"
+        );
+    }
+
+    #[test]
+    fn control_requests_and_permission_changes_mark_the_process_as_the_callers() {
+        let mut out = relayed();
+        let mut side = CallerSide::default();
+        let plain_answer = br#"{"type":"control_response","response":{"subtype":"success","request_id":"1","response":{"behavior":"allow"}}}"#;
+        side.took(&[&plain_answer[..], b"\n"].concat(), &mut out, true);
+        assert!(!out.caller_controlled, "an answer that changes nothing");
+        let rules = br#"{"type":"control_response","response":{"subtype":"success","request_id":"2","response":{"behavior":"allow","updatedPermissions":[{"type":"addRules"}]}}}"#;
+        side.took(&[&rules[..], b"\n"].concat(), &mut out, true);
+        assert!(out.caller_controlled);
+        let mut out = relayed();
+        let request = br#"{"type":"control_request","request_id":"3","request":{"subtype":"set_model","model":"m"}}"#;
+        side.took(&[&request[..], b"\n"].concat(), &mut out, true);
+        assert!(out.caller_controlled);
+    }
+
+    #[test]
+    fn a_cold_cli_ends_by_a_signal_as_it_handles_it() {
+        assert_eq!(cold_exit_on(Signal::SIGINT), Exit::Code(0));
+        assert_eq!(cold_exit_on(Signal::SIGTERM), Exit::Code(143));
+        assert_eq!(cold_exit_on(Signal::SIGHUP), Exit::Code(129));
+        assert_eq!(cold_exit_on(Signal::SIGQUIT), Exit::Signal(Signal::SIGQUIT));
+    }
 }

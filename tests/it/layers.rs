@@ -711,7 +711,6 @@ const LONG_YET: &[(&str, &str)] = &[
     ("turn/handshake.rs", "run"),
     ("turn/lookup.rs", "lookup"),
     ("turn/managed.rs", "prepare"),
-    ("turn/relay.rs", "relay"),
     ("turn/warm.rs", "new"),
 ];
 
