@@ -3,8 +3,8 @@
 //! it comes, the caller's signals and (for an Agent SDK caller) everything it
 //! goes on writing — so the caller sees what a cold run prints.
 
+use super::caller_side::CallerSide;
 use super::launch::Ctx;
-use crate::events::Event;
 use crate::observe::Observer;
 use crate::runner::render::Render;
 use crate::runner::seal::Piece;
@@ -84,93 +84,6 @@ const INTERRUPT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1
 /// At most this much of what a live CLI wrote is relayed once the caller's
 /// signal stopped the turn.
 const DRAIN_LIMIT: usize = 1 << 20;
-
-/// An Agent SDK caller's side of the turn: everything it writes goes on to
-/// the process, which serves it as a cold one would — permission answers,
-/// hook answers, interrupts, further messages. A cold CLI ends when its
-/// input has ended and it is idle: so does the turn (the process lives on).
-#[derive(Default)]
-struct CallerSide {
-    /// The caller's input ended.
-    ended: bool,
-    /// The start of a line not yet complete.
-    partial: Vec<u8>,
-    /// User messages written, results printed.
-    messages: usize,
-    results: usize,
-    /// The process's last reported session state (a CLI that reports it).
-    state: Option<String>,
-}
-
-impl CallerSide {
-    /// Complete lines among `bytes`, counted.
-    /// `cold_may_run`: nothing has reached the caller for good, so a cold
-    /// run may still follow and needs what the caller wrote (after that it
-    /// is not kept: a long session does not pile it up).
-    fn took(&mut self, bytes: &[u8], out: &mut Relayed, cold_may_run: bool) {
-        match cold_may_run {
-            true => out.from_caller.extend_from_slice(bytes),
-            false => out.from_caller = Vec::new(),
-        }
-        self.partial.extend_from_slice(bytes);
-        while let Some(nl) = memchr::memchr(b'\n', &self.partial) {
-            let line: Vec<u8> = self.partial.drain(..=nl).collect();
-            match Event::parse(&line) {
-                Some(Event::User(_)) => self.messages += 1,
-                Some(Event::ControlRequest(_)) => out.caller_controlled = true,
-                // A permission answer that adds rules or changes the mode
-                // changes the process for the turns after it.
-                Some(Event::ControlResponse(_)) if changes_permissions(&line) => {
-                    out.caller_controlled = true
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// The caller's input ended: a last line without its newline is
-    /// completed, as a cold CLI reads it at the end of its input (the bytes
-    /// to write).
-    fn end(&mut self, out: &mut Relayed) -> Option<&'static [u8]> {
-        self.ended = true;
-        if self.partial.is_empty() {
-            return None;
-        }
-        let n = out.from_caller.len();
-        self.took(b"\n", out, true);
-        out.from_caller.truncate(n);
-        Some(b"\n")
-    }
-
-    /// A line the process printed.
-    fn printed(&mut self, line: &[u8]) {
-        if memchr::memmem::find(line, b"session_state_changed").is_some() {
-            if let Ok(v) = serde_json::from_slice::<serde_json::Value>(line) {
-                if v["subtype"] == "session_state_changed" {
-                    self.state = v["state"].as_str().map(str::to_owned);
-                }
-            }
-        }
-    }
-
-    /// Whether a cold CLI would have ended by now.
-    fn done(&self) -> bool {
-        self.ended
-            && self.results >= self.messages
-            && self.state.as_deref().is_none_or(|s| s == "idle")
-    }
-}
-
-/// Whether a caller's answer to a permission prompt adds permission rules
-/// or changes the permission mode (`updatedPermissions`).
-fn changes_permissions(line: &[u8]) -> bool {
-    memchr::memmem::find(line, b"updatedPermissions").is_some()
-        && serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|v| {
-            v["response"]["response"]["updatedPermissions"]
-                .as_array()
-                .is_some_and(|a| !a.is_empty())
-        })
-}
 
 /// Whether the relay goes on.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -294,10 +207,7 @@ impl<'a> Relay<'a> {
             render: Render::new(format),
             sealer: (format == crate::invocation::OutputFormat::StreamJson && watch.is_some())
                 .then(crate::runner::seal::Sealer::default),
-            side: caller.map(|_| CallerSide {
-                messages: 1,
-                ..Default::default()
-            }),
+            side: caller.map(|_| CallerSide::after_its_message()),
             answer: caller.and_then(|c| c.answer.clone()),
             lines: crate::runner::live::Lines::new(ctx.live.clone()),
             interrupt_id: format!("claude-shim-interrupt-{}", std::process::id()),
@@ -321,7 +231,7 @@ impl<'a> Relay<'a> {
         first.extend_from_slice(&input.line);
         if let (Some(c), Some(side)) = (self.caller, self.side.as_mut()) {
             first.extend_from_slice(&self.lines.pass(&c.pending));
-            side.took(&c.pending, &mut self.out, true);
+            side.took(&c.pending, true);
         }
         (&self.lent.stdin).write_all(&first).is_ok()
     }
@@ -449,7 +359,7 @@ impl<'a> Relay<'a> {
         match nix::unistd::read(0, buf) {
             Ok(0) | Err(_) => {
                 let _ = (&*stdin).write_all(&self.lines.finish());
-                if let Some(nl) = side.end(&mut self.out) {
+                if let Some(nl) = side.end() {
                     let _ = (&*stdin).write_all(nl);
                 }
             }
@@ -458,7 +368,7 @@ impl<'a> Relay<'a> {
                 // which its stdout says.
                 let _ = (&*stdin).write_all(&self.lines.pass(&buf[..n]));
                 let cold_may_run = self.out.wrote == 0 || !tee::released(self.hold);
-                side.took(&buf[..n], &mut self.out, cold_may_run);
+                side.took(&buf[..n], cold_may_run);
             }
         }
         match side.done() && self.out.exit.is_some() {
@@ -613,6 +523,10 @@ impl<'a> Relay<'a> {
             // Let it end (the keeper reaps it); its last words are not ours.
             out.exit = None;
         }
+        if let Some(side) = self.side.take() {
+            out.from_caller = side.kept;
+            out.caller_controlled = side.controlled;
+        }
         out.observation = self.observer.finish();
         self.out
     }
@@ -621,92 +535,6 @@ impl<'a> Relay<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn relayed() -> Relayed {
-        Relayed {
-            exit: None,
-            observation: Default::default(),
-            signalled: false,
-            signalled_by: None,
-            interrupted: false,
-            wrote: 0,
-            stderr: 0,
-            unresponsive: false,
-            caller_controlled: false,
-            from_caller: Vec::new(),
-        }
-    }
-
-    const USER: &[u8] = br#"{"type":"user","message":{"role":"user","content":"more"}}"#;
-
-    #[test]
-    fn an_sdk_callers_turn_ends_when_its_input_ended_and_each_message_has_its_result() {
-        let mut out = relayed();
-        let mut side = CallerSide {
-            messages: 1,
-            ..Default::default()
-        };
-        // A second message, written in two pieces.
-        side.took(&USER[..10], &mut out, true);
-        assert_eq!(side.messages, 1, "a line is counted once it is whole");
-        side.took(&[&USER[10..], b"\n"].concat(), &mut out, true);
-        assert_eq!(side.messages, 2);
-        side.results = 1;
-        assert!(!side.done(), "input still open");
-        assert_eq!(side.end(&mut out), None, "nothing partial to complete");
-        assert!(!side.done(), "a message still waits for its result");
-        side.results = 2;
-        assert!(side.done());
-        // A CLI that reports its state: done only once it is idle.
-        side.printed(br#"{"type":"system","subtype":"session_state_changed","state":"running"}"#);
-        assert!(!side.done());
-        side.printed(br#"{"type":"system","subtype":"session_state_changed","state":"idle"}"#);
-        assert!(side.done());
-    }
-
-    #[test]
-    fn a_last_line_without_its_newline_is_completed_and_counted() {
-        let mut out = relayed();
-        let mut side = CallerSide::default();
-        side.took(USER, &mut out, true);
-        assert_eq!((side.messages, out.from_caller.len()), (0, USER.len()));
-        assert_eq!(side.end(&mut out), Some(&b"\n"[..]));
-        assert_eq!(side.messages, 1);
-        assert_eq!(
-            out.from_caller, USER,
-            "the newline is the shim's, not the caller's"
-        );
-    }
-
-    #[test]
-    fn what_the_caller_wrote_is_kept_only_while_a_cold_run_may_follow() {
-        let mut out = relayed();
-        let mut side = CallerSide::default();
-        side.took(b"a\n", &mut out, true);
-        side.took(b"b\n", &mut out, true);
-        assert_eq!(out.from_caller, b"a\nb\n");
-        side.took(b"c\n", &mut out, false);
-        assert!(
-            out.from_caller.is_empty(),
-            "a long session does not pile it up"
-        );
-    }
-
-    #[test]
-    fn control_requests_and_permission_changes_mark_the_process_as_the_callers() {
-        let mut out = relayed();
-        let mut side = CallerSide::default();
-        let plain_answer = br#"{"type":"control_response","response":{"subtype":"success","request_id":"1","response":{"behavior":"allow"}}}"#;
-        side.took(&[&plain_answer[..], b"\n"].concat(), &mut out, true);
-        assert!(!out.caller_controlled, "an answer that changes nothing");
-        let rules = br#"{"type":"control_response","response":{"subtype":"success","request_id":"2","response":{"behavior":"allow","updatedPermissions":[{"type":"addRules"}]}}}"#;
-        side.took(&[&rules[..], b"\n"].concat(), &mut out, true);
-        assert!(out.caller_controlled);
-        let mut out = relayed();
-        let request = br#"{"type":"control_request","request_id":"3","request":{"subtype":"set_model","model":"m"}}"#;
-        side.took(&[&request[..], b"\n"].concat(), &mut out, true);
-        assert!(out.caller_controlled);
-    }
 
     #[test]
     fn a_cold_cli_ends_by_a_signal_as_it_handles_it() {
