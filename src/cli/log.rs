@@ -6,6 +6,7 @@ use super::command::Run;
 use super::store_access::{canonical_dir, existing_store};
 use super::{human, style, style::Style};
 use crate::store::report::{LogRow, Tokens};
+use crate::store::runs::{Engine, Kind};
 use crate::text::duration;
 use anyhow::Result;
 use clap::Args;
@@ -80,7 +81,7 @@ fn json_turn(r: &LogRow) -> Turn<'_> {
         at: r.at,
         time: &r.local,
         cwd: &r.cwd,
-        kind: &r.kind,
+        kind: Kind::text(r.kind),
         why_code: r.why_code.as_deref(),
         why: r.why.as_deref(),
         session: r.session.as_deref(),
@@ -96,7 +97,7 @@ fn json_turn(r: &LogRow) -> Turn<'_> {
             output: t.output,
         }),
         usage_from: r.usage_from.as_deref(),
-        engine: r.engine.as_deref(),
+        engine: r.engine.map(Engine::as_str),
         cost_usd: r.cost_usd,
         total_cost_usd: r.total_cost_usd,
     }
@@ -208,12 +209,13 @@ fn cost_cell(c: Option<f64>) -> String {
 /// (`resumed, warm`: in a live CLI kept from the turn before); a failed
 /// turn says so instead (`resumed, exit 1`, `fresh, SIGTERM`).
 fn kind_cell(r: &LogRow) -> String {
+    let kind = Kind::text(r.kind);
     if let Some(failure) = failure(r.exit) {
-        return format!("{}, {failure}", r.kind);
+        return format!("{kind}, {failure}");
     }
-    match r.engine.as_deref() {
-        None | Some("cold") => r.kind.clone(),
-        Some(engine) => format!("{}, {engine}", r.kind),
+    match r.engine {
+        None | Some(Engine::Cold) => kind.to_owned(),
+        Some(engine) => format!("{kind}, {}", engine.as_str()),
     }
 }
 
@@ -231,15 +233,15 @@ fn failure(exit: Option<i64>) -> Option<String> {
     }
 }
 
-fn paint_kind(s: Style, kind: &str, failed: bool, cell: String) -> String {
+fn paint_kind(s: Style, kind: Option<Kind>, failed: bool, cell: String) -> String {
     if failed {
         return s.red(&cell);
     }
     match kind {
-        "resumed" | "forked" => s.green(&cell),
-        "fallback" => s.yellow(&cell),
-        "unchanged" => s.dim(&cell),
-        _ => cell,
+        Some(Kind::Resumed | Kind::Forked) => s.green(&cell),
+        Some(Kind::Fallback) => s.yellow(&cell),
+        Some(Kind::Unchanged) => s.dim(&cell),
+        Some(Kind::Fresh) | None => cell,
     }
 }
 
@@ -335,7 +337,7 @@ pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Re
     for (r, c) in rows.iter().zip(&cells) {
         let mut parts = line(c);
         let failed = failure(r.exit).is_some();
-        parts[1] = paint_kind(v.style, &r.kind, failed, std::mem::take(&mut parts[1]));
+        parts[1] = paint_kind(v.style, r.kind, failed, std::mem::take(&mut parts[1]));
         writeln!(out, "{}", keep(parts).trim_end())?;
         let why = r
             .why
@@ -368,7 +370,7 @@ mod tests {
             at: 0,
             local: local.into(),
             cwd: "/home/u/proj/app".into(),
-            kind: kind.into(),
+            kind: crate::store::runs::Kind::from_stored(kind),
             why_code: why.map(|_| "resumed".into()),
             why: why.map(str::to_owned),
             session: Some("6e8e0435-8e12-4245-aa25-f674ed4e97a7".into()),
@@ -475,11 +477,11 @@ mod tests {
     #[test]
     fn a_warm_turn_says_so_beside_its_kind() {
         let mut r = row("2026-11-22 14:03", "resumed", Some("x"));
-        r.engine = Some("warm".into());
+        r.engine = Some(Engine::Warm);
         let t = text(&[r], &view(None));
         assert!(t.lines().nth(1).unwrap().contains("resumed, warm"), "{t}");
         let mut r = row("2026-11-22 14:03", "fresh", Some("x"));
-        r.engine = Some("cold".into());
+        r.engine = Some(Engine::Cold);
         assert!(!text(&[r], &view(None)).contains("cold"));
     }
 
@@ -497,7 +499,7 @@ mod tests {
     fn a_failed_turn_says_how_and_shows_no_zeros_as_figures() {
         let mut api_error = row("2026-11-22 14:03", "fresh", Some("why"));
         api_error.exit = Some(1);
-        api_error.engine = Some("live".into());
+        api_error.engine = Some(Engine::Live);
         api_error.tokens = Some(Tokens::default());
         api_error.cost_usd = Some(0.0);
         let mut killed = row("2026-11-22 14:04", "resumed", Some("why"));

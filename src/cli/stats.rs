@@ -297,7 +297,7 @@ mod tests {
     fn row(day: &str, kind: &str) -> RunRow {
         RunRow {
             day: day.into(),
-            kind: kind.into(),
+            kind: crate::store::runs::Kind::from_stored(kind),
             bytes_in: 4000,
             bytes_sent: 400,
             tokens: Some(Tokens {

@@ -86,7 +86,7 @@ fn last_turn(r: LogRow, today: &str) -> LastTurn {
         at: r.at,
         when: human::when(&r.local, today),
         time: r.local,
-        kind: r.kind,
+        kind: crate::store::runs::Kind::text(r.kind).to_owned(),
         why_code: r.why_code,
         why: r.why,
     }
@@ -321,7 +321,7 @@ mod tests {
         ]
         .map(|(kind, cost)| crate::store::report::RunRow {
             day: "2026-11-22".into(),
-            kind: kind.into(),
+            kind: crate::store::runs::Kind::from_stored(kind),
             bytes_in: 40_000,
             bytes_sent: 1000,
             tokens: Some(Tokens {
@@ -446,7 +446,7 @@ mod tests {
         g.active_detail = "the shim is not set up".into();
         g.fix = Some("run `claude-shim install`".into());
         g.week = tally::tally(&[crate::store::report::RunRow {
-            kind: "resumed".into(),
+            kind: Some(crate::store::runs::Kind::Resumed),
             ..Default::default()
         }])
         .total;

@@ -44,6 +44,7 @@
 //! `cargo bench --bench cost`. It is an estimate, labelled as one.
 
 use crate::store::report::RunRow;
+use crate::store::runs::Kind;
 use serde::Serialize;
 
 const WRITE: f64 = 1.25;
@@ -128,14 +129,14 @@ impl Totals {
     fn add(&mut self, r: &RunRow, prefix: Option<i64>, read: f64) {
         self.turns += 1;
         let failed = r.exit.is_some_and(|e| e != 0);
-        match r.kind.as_str() {
+        match r.kind {
             _ if failed => self.failed += 1,
-            "resumed" => self.resumed += 1,
-            "forked" => self.forked += 1,
-            "fresh" => self.fresh += 1,
-            "fallback" => self.fallback += 1,
-            "unchanged" => self.unchanged += 1,
-            _ => self.other += 1,
+            Some(Kind::Resumed) => self.resumed += 1,
+            Some(Kind::Forked) => self.forked += 1,
+            Some(Kind::Fresh) => self.fresh += 1,
+            Some(Kind::Fallback) => self.fallback += 1,
+            Some(Kind::Unchanged) => self.unchanged += 1,
+            None => self.other += 1,
         }
         let stripped = (r.bytes_in - r.bytes_sent).max(0);
         self.bytes_in += r.bytes_in;
@@ -225,7 +226,7 @@ pub fn tally(rows: &[RunRow]) -> Tally {
 fn shared_prefix(rows: &[RunRow]) -> Option<i64> {
     let fresh = || {
         rows.iter()
-            .filter(|r| r.kind == "fresh" && r.exit.is_none_or(|e| e == 0))
+            .filter(|r| r.kind == Some(Kind::Fresh) && r.exit.is_none_or(|e| e == 0))
             .filter_map(|r| Some((r.tokens?, r.bytes_sent)))
     };
     let median = |mut v: Vec<i64>| {
@@ -314,7 +315,7 @@ mod tests {
     ) -> RunRow {
         RunRow {
             day: day.into(),
-            kind: kind.into(),
+            kind: crate::store::runs::Kind::from_stored(kind),
             bytes_in: bytes.0,
             bytes_sent: bytes.1,
             tokens,

@@ -236,7 +236,7 @@ fn status(out: &mut dyn Write, json: bool) -> Result<()> {
     let width = super::style::terminal_width();
     for s in &silent {
         let until = s.since + crate::warm::unresponsive::FOR.as_secs() as i64;
-        let until = crate::store::report::LocalTime::new()
+        let until = crate::store::sqlite::LocalTime::new()
             .and_then(|t| t.format("%H:%M", until))
             .unwrap_or_default();
         human::say(

@@ -1,7 +1,6 @@
 //! Queries behind the management commands (`stats`, `pins`, `forget`, `gc`,
 //! `doctor`). Read-mostly; the deletions each run in one transaction.
 
-pub(crate) use super::types::report::LocalTime;
 pub use super::types::report::{Health, LogRow, PinRow, Removed, RunRow, Tokens};
 use anyhow::Result;
 

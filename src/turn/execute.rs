@@ -740,7 +740,7 @@ mod tests {
         fn rows(&self) -> Vec<(String, Option<String>, Option<i64>)> {
             let rows = self.store.lock().recent_runs(0, None, None).unwrap();
             rows.into_iter()
-                .map(|r| (r.kind, r.why_code, r.exit))
+                .map(|r| (Kind::text(r.kind).to_owned(), r.why_code, r.exit))
                 .collect()
         }
     }

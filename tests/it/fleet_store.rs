@@ -285,14 +285,13 @@ fn every_query_of_the_store_runs_on_postgres() {
     assert_eq!(log.len(), 1);
     let row = &log[0];
     assert_eq!(
-        (
-            row.kind.as_str(),
-            row.why_code.as_deref(),
-            row.session.as_deref()
-        ),
-        ("resumed", Some("resumed"), Some(S))
+        (row.kind, row.why_code.as_deref(), row.session.as_deref()),
+        (Some(Kind::Resumed), Some("resumed"), Some(S))
     );
-    assert_eq!((row.exit, row.engine.as_deref()), (Some(0), Some("cold")));
+    assert_eq!(
+        (row.exit, row.engine),
+        (Some(0), Some(claude_shim::store::runs::Engine::Cold))
+    );
     assert_eq!(row.local[..10], s.local_day(row.at).unwrap());
     assert_eq!(rows[0].day, s.local_day(row.at).unwrap());
     assert!(s.recent_runs(0, Some("/a"), Some(0)).unwrap().is_empty());
@@ -308,10 +307,8 @@ fn every_query_of_the_store_runs_on_postgres() {
     s.flush();
     let b = s.recent_runs(0, Some("/b"), Some(5)).unwrap();
     assert_eq!(
-        b.iter()
-            .map(|r| (r.kind.as_str(), r.exit))
-            .collect::<Vec<_>>(),
-        [("fresh", Some(9))]
+        b.iter().map(|r| (r.kind, r.exit)).collect::<Vec<_>>(),
+        [(Some(Kind::Fresh), Some(9))]
     );
     let node = chain.node(&ScopeParts::default().scope());
     let id = s.start_attempt(&node, "m", S, 10, 0).unwrap();

@@ -14,9 +14,10 @@ use crate::store::engine::Engine;
 use crate::store::listing::{Listing, ShimSession};
 use crate::store::pins::{Elsewhere, Lease, NewPin, Ownership, Pin, Pins};
 use crate::store::prompts::{Kept, Prompted, Prompts, CANDIDATES, HEAD, MAX_PROMPT};
-use crate::store::report::{Health, LocalTime, LogRow, PinRow, Removed, Report, RunRow};
+use crate::store::report::{Health, LogRow, PinRow, Removed, Report, RunRow};
 use crate::store::runs::{Run, Runs};
 use crate::store::scans::Scans;
+use crate::store::sqlite::LocalTime;
 use crate::store::transcripts::{Chunk, Fleet};
 use std::time::Duration;
 

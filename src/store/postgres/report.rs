@@ -2,7 +2,9 @@
 //! the shared store. Same meaning as `store::report`.
 
 use super::conn::{call, call_tx, Pg, Typed};
-use crate::store::types::report::{Health, LocalTime, LogRow, PinRow, Removed, RunRow, Tokens};
+use crate::store::sqlite::LocalTime;
+use crate::store::types::report::{Health, LogRow, PinRow, Removed, RunRow, Tokens};
+use crate::store::types::runs;
 use anyhow::Result;
 
 /// Drop session rows no pin refers to, and the transcripts of sessions
@@ -28,7 +30,7 @@ impl Pg {
         for r in &rows {
             out.push(RunRow {
                 day: local.format("%Y-%m-%d", r.get(0))?,
-                kind: r.get(1),
+                kind: runs::Kind::from_stored(r.get(1)),
                 bytes_in: r.get(2),
                 bytes_sent: r.get(3),
                 tokens: Tokens::of_columns([r.get(4), r.get(5), r.get(6), r.get(7)]),
@@ -66,7 +68,7 @@ impl Pg {
                     at: r.get(0),
                     local: local.format("%Y-%m-%d %H:%M", r.get(0))?,
                     cwd: r.get(1),
-                    kind: r.get(2),
+                    kind: runs::Kind::from_stored(r.get(2)),
                     why_code: r.get(3),
                     why: r.get(4),
                     session: r.get(5),
@@ -78,7 +80,9 @@ impl Pg {
                     usage_from: r.get(14),
                     cost_usd: r.get(15),
                     total_cost_usd: r.get(16),
-                    engine: r.get(17),
+                    engine: r
+                        .get::<_, Option<&str>>(17)
+                        .and_then(runs::Engine::from_stored),
                 })
             })
             .collect()

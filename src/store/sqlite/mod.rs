@@ -6,6 +6,7 @@ mod attempts;
 mod caps;
 mod listing;
 mod local;
+mod local_time;
 mod pins;
 mod prompts;
 mod report;
@@ -14,4 +15,5 @@ mod scans;
 mod trial;
 
 pub use local::{size_on_disk, Local, DB_FILE};
+pub use local_time::LocalTime;
 pub use trial::trial;

@@ -4,6 +4,7 @@ use super::local::Local;
 use crate::store::engine::Engine;
 use crate::store::report::*;
 use crate::store::types::report::{Health, LogRow, PinRow, Removed, RunRow, Tokens};
+use crate::store::types::runs;
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
@@ -32,7 +33,7 @@ impl Report for Local {
         let rows = stmt.query_map(params![since, cwd], |r| {
             Ok(RunRow {
                 day: r.get(0)?,
-                kind: r.get(1)?,
+                kind: runs::Kind::from_stored(&r.get::<_, String>(1)?),
                 bytes_in: r.get(2)?,
                 bytes_sent: r.get(3)?,
                 tokens: tokens_at(r, 4)?,
@@ -65,7 +66,7 @@ impl Report for Local {
                 at: r.get(0)?,
                 local: r.get(1)?,
                 cwd: r.get(2)?,
-                kind: r.get(3)?,
+                kind: runs::Kind::from_stored(&r.get::<_, String>(3)?),
                 why_code: r.get(4)?,
                 why: r.get(5)?,
                 session: r.get(6)?,
@@ -77,7 +78,10 @@ impl Report for Local {
                 usage_from: r.get(15)?,
                 cost_usd: r.get(16)?,
                 total_cost_usd: r.get(17)?,
-                engine: r.get(18)?,
+                engine: r
+                    .get::<_, Option<String>>(18)?
+                    .as_deref()
+                    .and_then(runs::Engine::from_stored),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -369,7 +373,7 @@ mod tests {
         log(300, "/b", Kind::Forked, known);
         let s = Store::open_in(t.path()).unwrap();
         let rows = s.recent_runs(0, None, None).unwrap();
-        let kinds: Vec<_> = rows.iter().map(|r| r.kind.as_str()).collect();
+        let kinds: Vec<_> = rows.iter().map(|r| runs::Kind::text(r.kind)).collect();
         assert_eq!(kinds, ["forked", "resumed", "fresh"]);
         let unknown = &rows[1];
         assert_eq!(
@@ -389,7 +393,7 @@ mod tests {
         );
         assert_eq!(fresh.why_code.as_deref(), Some("fresh"));
         assert_eq!(fresh.session.as_deref(), Some("S"));
-        assert_eq!(fresh.engine.as_deref(), Some("warm"));
+        assert_eq!(fresh.engine, Some(runs::Engine::Warm));
         assert_eq!(fresh.local.len(), "1970-01-01 00:00".len());
         assert_eq!(s.recent_runs(150, Some("/a"), None).unwrap().len(), 1);
         assert_eq!(s.recent_runs(0, None, Some(2)).unwrap().len(), 2);

@@ -1,15 +1,15 @@
 //! The management commands' rows (see `store::report`), read from either
 //! backend.
 
-use anyhow::Result;
-use rusqlite::{params, Connection};
+use super::runs::{Engine, Kind};
 
 /// One managed turn from the runs log, with its local calendar day.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunRow {
     /// `YYYY-MM-DD` in local time (SQLite's `localtime`).
     pub day: String,
-    pub kind: String,
+    /// `None`: a kind this build does not write (a newer shim's).
+    pub kind: Option<Kind>,
     pub bytes_in: i64,
     pub bytes_sent: i64,
     /// Usage of the result event; None when the turn printed none.
@@ -37,7 +37,8 @@ pub struct LogRow {
     /// `YYYY-MM-DD HH:MM` in local time (SQLite's `localtime`).
     pub local: String,
     pub cwd: String,
-    pub kind: String,
+    /// `None`: a kind this build does not write (a newer shim's).
+    pub kind: Option<Kind>,
     /// Stable reason code and its sentence; None in rows older shims wrote.
     pub why_code: Option<String>,
     pub why: Option<String>,
@@ -53,8 +54,8 @@ pub struct LogRow {
     pub cost_usd: Option<f64>,
     /// The session's running total after the turn, as the CLI reported it.
     pub total_cost_usd: Option<f64>,
-    /// `cold` | `warm` | `live` | `handshake`; None in older rows.
-    pub engine: Option<String>,
+    /// How the CLI ran; None in older rows (and a newer shim's engines).
+    pub engine: Option<Engine>,
 }
 
 impl Tokens {
@@ -70,24 +71,6 @@ impl Tokens {
                 output: o.unwrap_or(0),
             }),
         }
-    }
-}
-
-/// `at` (epoch seconds) in this machine's local time, formatted by SQLite's
-/// `strftime` (`fmt`) — as the runs queries of the SQLite store say it. The
-/// shared store's rows get their local times here, not from the server.
-pub(crate) struct LocalTime(Connection);
-
-impl LocalTime {
-    pub(crate) fn new() -> Result<LocalTime> {
-        Ok(LocalTime(Connection::open_in_memory()?))
-    }
-
-    pub(crate) fn format(&self, fmt: &str, at: i64) -> Result<String> {
-        Ok(self
-            .0
-            .prepare_cached("SELECT strftime(?1, ?2, 'unixepoch', 'localtime')")?
-            .query_row(params![fmt, at], |r| r.get(0))?)
     }
 }
 

@@ -24,6 +24,26 @@ impl Kind {
             Kind::Unchanged => "unchanged",
         }
     }
+
+    /// How `log` and `status` name a kind read back (`other`: one this
+    /// build does not write).
+    pub fn text(kind: Option<Kind>) -> &'static str {
+        kind.map_or("other", Kind::as_str)
+    }
+
+    /// A kind as a row holds it; `None` for one this build does not write
+    /// (a newer shim's, on a shared store).
+    pub fn from_stored(text: &str) -> Option<Kind> {
+        [
+            Kind::Resumed,
+            Kind::Forked,
+            Kind::Fresh,
+            Kind::Fallback,
+            Kind::Unchanged,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == text)
+    }
 }
 
 /// Where a turn's token counts come from.
@@ -79,6 +99,20 @@ impl Engine {
             Engine::Ready => "ready",
             Engine::Handshake => "handshake",
         }
+    }
+
+    /// An engine as a row holds it; `None` for one this build does not
+    /// write.
+    pub fn from_stored(text: &str) -> Option<Engine> {
+        [
+            Engine::Cold,
+            Engine::Warm,
+            Engine::Live,
+            Engine::Ready,
+            Engine::Handshake,
+        ]
+        .into_iter()
+        .find(|e| e.as_str() == text)
     }
 }
 
