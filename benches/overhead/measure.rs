@@ -7,8 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::phases::checkpoint;
-use crate::setup::Setup;
+use crate::setup::{checkpoint, Setup};
 
 /// Reap `child`; panics unless it exited 0.
 pub fn reap(mut child: Child, what: &str) {

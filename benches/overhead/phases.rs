@@ -6,7 +6,7 @@ use claude_shim::store::Store;
 use std::time::Instant;
 
 use crate::measure::{ms, quantile};
-use crate::setup::{Case, Setup};
+use crate::setup::{checkpoint, grow_wal, Case, Setup};
 use crate::DIRECT_SESSION;
 
 /// Median wall time of `f` over `n` calls, in ms.
@@ -24,50 +24,6 @@ pub fn time_ms(n: usize, mut f: impl FnMut()) -> f64 {
 
 pub fn wal_bytes(s: &Setup) -> u64 {
     std::fs::metadata(s.shim_home.join("shim.db-wal")).map_or(0, |m| m.len())
-}
-
-/// Checkpoint and truncate the WAL (as a quiet moment of `wal_autocheckpoint`
-/// would leave it).
-pub fn checkpoint(s: &Setup) {
-    let store = Store::open_in(&s.shim_home).expect("open store");
-    store
-        .sqlite()
-        .expect("a SQLite store")
-        .execute_batch("DROP TABLE IF EXISTS bench_junk")
-        .expect("drop junk");
-    let _: (i64, i64, i64) = store
-        .sqlite()
-        .expect("a SQLite store")
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
-        .expect("checkpoint");
-}
-
-/// Leave about `frames` uncheckpointed pages in the WAL, the way the shim's
-/// own runs do between autocheckpoints (every 1000 pages), in one
-/// transaction of a junk table (dropped by `checkpoint`).
-pub fn grow_wal(s: &Setup, frames: usize) {
-    let store = Store::open_in(&s.shim_home).expect("open store");
-    store
-        .sqlite()
-        .expect("a SQLite store")
-        .execute_batch(
-            "PRAGMA wal_autocheckpoint = 0; BEGIN; CREATE TABLE IF NOT EXISTS bench_junk (x BLOB)",
-        )
-        .expect("junk table");
-    for _ in 0..frames {
-        store
-            .sqlite()
-            .expect("a SQLite store")
-            .execute("INSERT INTO bench_junk VALUES (zeroblob(4000))", [])
-            .expect("junk");
-    }
-    store
-        .sqlite()
-        .expect("a SQLite store")
-        .execute_batch("COMMIT")
-        .expect("commit");
 }
 
 /// In-process timings of the steps of a managed turn (the same library code

@@ -322,3 +322,47 @@ pub struct Case {
     /// The user turns of the resumed transcript.
     pub users: Vec<String>,
 }
+
+/// Checkpoint and truncate the WAL (as a quiet moment of `wal_autocheckpoint`
+/// would leave it).
+pub fn checkpoint(s: &Setup) {
+    let store = Store::open_in(&s.shim_home).expect("open store");
+    store
+        .sqlite()
+        .expect("a SQLite store")
+        .execute_batch("DROP TABLE IF EXISTS bench_junk")
+        .expect("drop junk");
+    let _: (i64, i64, i64) = store
+        .sqlite()
+        .expect("a SQLite store")
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("checkpoint");
+}
+
+/// Leave about `frames` uncheckpointed pages in the WAL, the way the shim's
+/// own runs do between autocheckpoints (every 1000 pages), in one
+/// transaction of a junk table (dropped by `checkpoint`).
+pub fn grow_wal(s: &Setup, frames: usize) {
+    let store = Store::open_in(&s.shim_home).expect("open store");
+    store
+        .sqlite()
+        .expect("a SQLite store")
+        .execute_batch(
+            "PRAGMA wal_autocheckpoint = 0; BEGIN; CREATE TABLE IF NOT EXISTS bench_junk (x BLOB)",
+        )
+        .expect("junk table");
+    for _ in 0..frames {
+        store
+            .sqlite()
+            .expect("a SQLite store")
+            .execute("INSERT INTO bench_junk VALUES (zeroblob(4000))", [])
+            .expect("junk");
+    }
+    store
+        .sqlite()
+        .expect("a SQLite store")
+        .execute_batch("COMMIT")
+        .expect("commit");
+}

@@ -9,7 +9,7 @@
 //! child entered it and before it execs `claude` (so `getcwd` fails in it).
 
 use crate::support::clients::text_reply;
-use crate::support::{describe, run, ApiServer, Ran, Sandbox, World};
+use crate::support::{assert_seen_same, describe, run, ApiServer, Ran, Sandbox, World};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
@@ -66,31 +66,14 @@ fn with_env(mut cmd: Command, env: &[(&str, &str)]) -> Command {
 }
 
 fn assert_same(sb: &Sandbox, args: &[&str], direct: &Ran, shimmed: &Ran) {
-    let ctx = || {
+    let mask = |b: &[u8]| sb.mask(&String::from_utf8_lossy(b)).into_bytes();
+    assert_seen_same(shimmed, direct, &mask, &|| {
         format!(
             "claude {args:?} from a deleted cwd\n=== direct ===\n{}\n=== shimmed ===\n{}",
             describe(direct),
             describe(shimmed)
         )
-    };
-    assert_eq!(
-        direct.status.to_string(),
-        shimmed.status.to_string(),
-        "exit status differs\n{}",
-        ctx()
-    );
-    assert_eq!(
-        sb.mask(&direct.err()),
-        sb.mask(&shimmed.err()),
-        "stderr differs\n{}",
-        ctx()
-    );
-    assert_eq!(
-        sb.mask(&direct.out()),
-        sb.mask(&shimmed.out()),
-        "stdout differs\n{}",
-        ctx()
-    );
+    });
 }
 
 /// The CLI's own refusal: its message, exit 1, nothing on stdout.

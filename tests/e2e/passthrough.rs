@@ -79,26 +79,14 @@ fn assert_same(args: &[&str], a: &Run, b: &Run) {
             describe(&b.output)
         )
     };
-    assert_eq!(
-        a.output.status.to_string(),
-        b.output.status.to_string(),
-        "exit status differs\n{}",
-        ctx()
-    );
-    let (ea, eb) = (a.masked_stderr(), b.masked_stderr());
-    assert!(
-        ea == eb,
-        "stderr differs: {}\n{}",
-        first_difference(&ea, &eb),
-        ctx()
-    );
-    let (oa, ob) = (a.masked_stdout(), b.masked_stdout());
-    assert!(
-        oa == ob,
-        "stdout differs (after masking): {}\n{}",
-        first_difference(&oa, &ob),
-        ctx()
-    );
+    // Each run has its own sandbox: each is masked with its own paths.
+    let seen = |r: &Run| Ran {
+        status: r.output.status,
+        stdout: r.masked_stdout().into_bytes(),
+        stderr: r.masked_stderr().into_bytes(),
+        elapsed: Default::default(),
+    };
+    crate::support::assert_seen_same(&seen(b), &seen(a), &|x| x.to_vec(), &ctx);
     assert_eq!(
         a.server.user_texts(),
         b.server.user_texts(),
@@ -119,23 +107,6 @@ fn assert_same(args: &[&str], a: &Run, b: &Run) {
         "different non-API requests\n{}",
         ctx()
     );
-}
-
-/// The first differing line of two texts, for assertion messages.
-fn first_difference(a: &str, b: &str) -> String {
-    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
-    for i in 0..la.len().max(lb.len()) {
-        let (x, y) = (la.get(i), lb.get(i));
-        if x != y {
-            return format!(
-                "line {}:\n  direct:  {}\n  shimmed: {}",
-                i + 1,
-                x.copied().unwrap_or("<none>"),
-                y.copied().unwrap_or("<none>")
-            );
-        }
-    }
-    "only in line endings".to_string()
 }
 
 fn assert_success(r: &Run) {

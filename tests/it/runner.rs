@@ -23,34 +23,8 @@ const PRINT: &[&str] = &["-p", "hello"];
 const GONE: Duration = Duration::from_secs(30);
 
 #[test]
-fn exit_codes_match() {
-    for code in [0, 1, 2, 42, 255] {
-        let w = Sandbox::scripted();
-        let code_s = code.to_string();
-        let env = [
-            ("FAKE_EXIT", code_s.as_str()),
-            ("FAKE_STDOUT", "some output\n"),
-            ("FAKE_STDERR", "a warning\n"),
-        ];
-        let (shim, direct) = both(&w, PRINT, &env, || Input::Null);
-        assert_eq!(direct.how(), (Some(code), None), "the fake itself");
-        assert_same(&shim, &direct);
-    }
-}
-
-#[test]
-fn child_death_by_signal_is_reproduced() {
-    for (name, sig) in [("TERM", 15), ("INT", 2), ("HUP", 1), ("KILL", 9)] {
-        let w = Sandbox::scripted();
-        let env = [("FAKE_SIGNAL", name), ("FAKE_STDOUT", "partial")];
-        let (shim, direct) = both(&w, PRINT, &env, || Input::Null);
-        assert_eq!(
-            direct.how(),
-            (None, Some(sig)),
-            "the fake itself, SIG{name}"
-        );
-        assert_same(&shim, &direct);
-    }
+fn every_end_of_a_managed_call_is_the_callers() {
+    every_end_is_the_same(PRINT, &[]);
 }
 
 #[test]

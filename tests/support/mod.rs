@@ -28,6 +28,6 @@ pub use api::{ApiServer, CacheModel, LoggedRequest, RequestKind, UsageTotals};
 pub use cli::{shim_exe, RealCli, Version};
 pub use clients::{Chat, Client};
 pub use mask::{mask_volatile, Masker};
-pub use process::{describe, ok, run, run_with_timeout, Input, Ran};
+pub use process::{assert_seen_same, describe, ok, run, run_with_timeout, Input, Ran};
 pub use sandbox::{shell, Sandbox, NO_ARGS};
 pub use world::World;

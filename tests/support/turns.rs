@@ -7,7 +7,7 @@
 use std::process::Command;
 
 use super::clients::Chat;
-use super::process::{run, Ran};
+use super::process::{assert_seen_same, run, Ran};
 use super::sandbox::{Sandbox, NO_ARGS};
 use super::store::{errors_log, pins, runs};
 
@@ -113,25 +113,13 @@ fn is_uuid(c: &[char]) -> bool {
 /// The caller's view of both runs is the same, session ids aside.
 #[track_caller]
 pub fn assert_same_masked(shim: &Ran, direct: &Ran) {
-    assert_eq!(
-        shim.how(),
-        direct.how(),
-        "exit status differs: shim {:?} vs direct {:?}\nshim stderr: {}\ndirect stderr: {}",
-        shim.status,
-        direct.status,
-        shim.err(),
-        direct.err()
-    );
-    assert_eq!(
-        mask_uuids(&shim.stdout),
-        mask_uuids(&direct.stdout),
-        "stdout"
-    );
-    assert_eq!(
-        mask_uuids(&shim.stderr),
-        mask_uuids(&direct.stderr),
-        "stderr"
-    );
+    assert_seen_same(shim, direct, &|b| mask_uuids(b).into_bytes(), &|| {
+        format!(
+            "shim stderr: {}\ndirect stderr: {}",
+            shim.err(),
+            direct.err()
+        )
+    });
 }
 
 /// Everything useful when an assertion fails.
