@@ -131,17 +131,7 @@ pub(super) fn run(
             }
         }
     };
-    // What A has had: the lines before the user message, or, when input
-    // ended without one, every complete line (a last one without its
-    // newline is still to go).
-    let (sent, requests) = match &prompt {
-        Prompt::StreamJson { before, .. } => (before.len(), request_ids(before)),
-        Prompt::None { bytes, .. } => (
-            memchr::memrchr(b'\n', bytes).map_or(0, |nl| nl + 1),
-            Vec::new(),
-        ),
-        _ => (0, Vec::new()),
-    };
+    let (sent, requests) = had(&prompt);
     let mut launch = Handshake {
         a: Some(a),
         stdin,
@@ -159,6 +149,20 @@ pub(super) fn run(
         return unchanged(ctx, &original, &prompt, reason, &mut launch);
     }
     managed_turn(ctx, &prompt, args, &original, &mut launch)
+}
+
+/// What A has had of the caller's input, and the control requests among
+/// it: the lines before the user message, or, when input ended without
+/// one, every complete line (a last one without its newline is still to go).
+fn had(prompt: &Prompt) -> (usize, Vec<String>) {
+    match prompt {
+        Prompt::StreamJson { before, .. } => (before.len(), request_ids(before)),
+        Prompt::None { bytes, .. } => (
+            memchr::memrchr(b'\n', bytes).map_or(0, |nl| nl + 1),
+            Vec::new(),
+        ),
+        _ => (0, Vec::new()),
+    }
 }
 
 /// How long after the shim's answer to `initialize` the caller's message

@@ -132,11 +132,6 @@ fn prepare(
         let head = found.candidate.as_ref().ok().and_then(|c| c.at.clone());
         (plan, attempt, head)
     });
-    let ownership = match ctx.managed.ephemeral {
-        true => Ownership::Ephemeral,
-        false => Ownership::Kept,
-    };
-    let config_dir = place.config_dir.to_string_lossy().into_owned();
     let head_before = match (&plan, &found.candidate) {
         (
             Plan::Resume {
@@ -147,20 +142,7 @@ fn prepare(
         ) => c.at.clone(),
         _ => None,
     };
-    let pin_ctx = PinContext::new(
-        found.scope.clone(),
-        found.parts.clone(),
-        found.base.clone(),
-        &u.conv,
-        &place.cwd,
-        &config_dir,
-        ownership,
-    )
-    .keeping(&u.conv, text.as_deref());
-    let pin_ctx = PinContext {
-        replay_misses_prefix: replay_misses_prefix(&place, &u.conv, &found.node, text.as_deref()),
-        ..pin_ctx
-    };
+    let pin_ctx = pin_context(ctx, &place, &found, &u.conv, text.as_deref());
     // Holding a lease we will not use would block others.
     let in_place = |p: &Plan| {
         matches!(
@@ -186,6 +168,36 @@ fn prepare(
         resume_instead,
         turn,
     }))
+}
+
+/// What the turn's pin will say of the conversation, and whether its
+/// replayed history misses what the kept prompt began with.
+fn pin_context(
+    ctx: &Ctx<'_>,
+    place: &Place,
+    found: &super::lookup::Found,
+    conv: &crate::dialect::Conversation,
+    text: Option<&str>,
+) -> PinContext {
+    let ownership = match ctx.managed.ephemeral {
+        true => Ownership::Ephemeral,
+        false => Ownership::Kept,
+    };
+    let config_dir = place.config_dir.to_string_lossy().into_owned();
+    let pin_ctx = PinContext::new(
+        found.scope.clone(),
+        found.parts.clone(),
+        found.base.clone(),
+        conv,
+        &place.cwd,
+        &config_dir,
+        ownership,
+    )
+    .keeping(conv, text);
+    PinContext {
+        replay_misses_prefix: replay_misses_prefix(place, conv, &found.node, text),
+        ..pin_ctx
+    }
 }
 
 /// Run exactly as the caller asked; the runs log still says so, and why.

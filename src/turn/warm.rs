@@ -71,6 +71,32 @@ pub struct SdkInit {
     pub heard: Option<tee::Heard>,
 }
 
+/// Whether the prompt's input can be handed to a live process as a cold
+/// CLI would read it.
+fn handed_over_whole(prompt: &Prompt, sdk: Option<&SdkInit>) -> bool {
+    match prompt {
+        // Over the CLI's limit for piped input (10 MB) a cold run fails
+        // with its own message; a live process would take the line.
+        Prompt::Stdin { bytes } if bytes.len() > STDIN_LIMIT => false,
+        Prompt::Stdin { bytes } => std::str::from_utf8(bytes).is_ok(),
+        Prompt::Positional { .. } => stdin_is_quiet(),
+        // An Agent SDK caller: one user message, after nothing or after
+        // the `initialize` the shim answers (other control requests
+        // before the message would change the process for good).
+        Prompt::StreamJson {
+            before, more, text, ..
+        } => {
+            more.is_empty()
+                && text.is_some()
+                && match sdk {
+                    None => before.is_empty(),
+                    Some(s) => *before == s.line,
+                }
+        }
+        _ => false,
+    }
+}
+
 impl Warm {
     /// A warm launcher for this call, or `None` when it must run cold.
     pub fn new(
@@ -93,28 +119,7 @@ impl Warm {
             debug!("cold: stdout or stderr is a terminal");
             return None;
         }
-        let text_ok = match prompt {
-            // Over the CLI's limit for piped input (10 MB) a cold run fails
-            // with its own message; a live process would take the line.
-            Prompt::Stdin { bytes } if bytes.len() > STDIN_LIMIT => false,
-            Prompt::Stdin { bytes } => std::str::from_utf8(bytes).is_ok(),
-            Prompt::Positional { .. } => stdin_is_quiet(),
-            // An Agent SDK caller: one user message, after nothing or after
-            // the `initialize` the shim answers (other control requests
-            // before the message would change the process for good).
-            Prompt::StreamJson {
-                before, more, text, ..
-            } => {
-                more.is_empty()
-                    && text.is_some()
-                    && match &sdk {
-                        None => before.is_empty(),
-                        Some(s) => *before == s.line,
-                    }
-            }
-            _ => false,
-        };
-        if !text_ok {
+        if !handed_over_whole(prompt, sdk.as_ref()) {
             debug!("cold: the prompt's input cannot be handed to a live process");
             return None;
         }

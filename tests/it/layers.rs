@@ -708,10 +708,7 @@ const LONG_YET: &[(&str, &str)] = &[
     ("cli/doctor.rs", "gather"),
     ("cli/sessions.rs", "render"),
     ("runner/mod.rs", "start"),
-    ("turn/handshake.rs", "run"),
     ("turn/lookup.rs", "lookup"),
-    ("turn/managed.rs", "prepare"),
-    ("turn/warm.rs", "new"),
 ];
 
 /// Each function of `code` (outside its test module): name, first line and
