@@ -171,7 +171,6 @@ pub fn scope_of(place: &Place, args: &ParsedArgs, caps: &Capabilities) -> ScopeP
 }
 
 pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
-    let shared = place.store.lock().fleet().is_some();
     let parts = scope_of(place, q.args, q.caps);
     let scope = parts.scope();
     // The node: every prior turn, earlier replies included, but the last
@@ -228,47 +227,7 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
     };
     found.preamble_changed = pin.preamble_hash != PreambleHash::of(q.conv.preamble.as_deref());
     let at = pin.assistant_uuid.as_deref();
-    // A fleet: the lease first (a draining holder on another host uploads
-    // its turn before it lets go), then this host's copy of the file made
-    // the stored one (see `crate::fleet`). The head and a first try at the
-    // lease are one round trip.
-    let mut lease = None;
-    let mut here = true;
-    let first_try = match (place.store.lock().fleet(), mode) {
-        (Some(fleet), Mode::Turn) => {
-            // The file's scan is read next: in the lease's round trip.
-            if let Some(f) = sessions::find(&place.config_dir, &pin.session) {
-                fleet.want_scan(&f);
-            }
-            Some(fleet.head_and_lease(&pin.session, at)?)
-        }
-        _ => None,
-    };
-    let head_in_store = match &first_try {
-        Some((head, _)) => head.clone(),
-        None => place.store.lock().session_head(&pin.session)?,
-    };
-    if shared && mode == Mode::Turn {
-        lease = match first_try.and_then(|(_, l)| l) {
-            // A draining holder: wait for it as `take_lease` does.
-            Some(Lease::Held { draining: true }) => {
-                Some(take_lease(&place.store, &pin.session, at)?)
-            }
-            tried => tried,
-        };
-        let leased = lease == Some(Lease::Taken);
-        here = match place.store.lock().fleet() {
-            Some(fleet) => crate::fleet::bring_here(
-                fleet,
-                (&place.config_dir, &place.cwd),
-                &pin.session,
-                at,
-                leased,
-                || crate::warm::client::release(&pin.session),
-            ),
-            None => true,
-        };
-    }
+    let (head_in_store, lease, here) = head_and_fleet(place, &pin.session, at, mode)?;
     let file = sessions::find(&place.config_dir, &pin.session).filter(|_| here);
     // The node is the head only if both we and the file agree: someone may
     // have resumed the session by hand since, or a turn was killed there
@@ -318,6 +277,58 @@ pub fn lookup(place: &Place, q: &Query<'_>, mode: Mode) -> Result<Found> {
         compactions,
     });
     Ok(found)
+}
+
+/// The session's head as the store has it; on a fleet, with the lease
+/// tried (a draining holder waited for) and this host's copy of the file
+/// made the stored one: (head, lease, whether the file here may be used).
+/// A fleet takes the lease first (a draining holder on another host
+/// uploads its turn before it lets go), then brings the file here (see
+/// `crate::fleet`). The head and a first try at the lease are one round
+/// trip.
+fn head_and_fleet(
+    place: &Place,
+    session: &str,
+    at: Option<&str>,
+    mode: Mode,
+) -> Result<(Option<String>, Option<Lease>, bool)> {
+    let mut lease = None;
+    let mut here = true;
+    let first_try = match (place.store.lock().fleet(), mode) {
+        (Some(fleet), Mode::Turn) => {
+            // The file's scan is read next: in the lease's round trip.
+            if let Some(f) = sessions::find(&place.config_dir, session) {
+                fleet.want_scan(&f);
+            }
+            Some(fleet.head_and_lease(session, at)?)
+        }
+        _ => None,
+    };
+    let first_try_made = first_try.is_some();
+    let head_in_store = match &first_try {
+        Some((head, _)) => head.clone(),
+        None => place.store.lock().session_head(session)?,
+    };
+    if first_try_made {
+        lease = match first_try.and_then(|(_, l)| l) {
+            // A draining holder: wait for it as `take_lease` does.
+            Some(Lease::Held { draining: true }) => Some(take_lease(&place.store, session, at)?),
+            tried => tried,
+        };
+        let leased = lease == Some(Lease::Taken);
+        here = match place.store.lock().fleet() {
+            Some(fleet) => crate::fleet::bring_here(
+                fleet,
+                (&place.config_dir, &place.cwd),
+                session,
+                at,
+                leased,
+                || crate::warm::client::release(session),
+            ),
+            None => true,
+        };
+    }
+    Ok((head_in_store, lease, here))
 }
 
 /// Take the lease, waiting (a bounded time) for a holder that is draining.

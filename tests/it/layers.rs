@@ -708,7 +708,6 @@ const LONG_YET: &[(&str, &str)] = &[
     ("cli/doctor.rs", "gather"),
     ("cli/sessions.rs", "render"),
     ("runner/mod.rs", "start"),
-    ("turn/lookup.rs", "lookup"),
 ];
 
 /// Each function of `code` (outside its test module): name, first line and
