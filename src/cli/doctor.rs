@@ -153,12 +153,35 @@ pub fn gather(dir: Option<&Path>) -> Facts {
         }
         f.db_path = Some(db);
     }
+    let store = look_at_store(&mut f);
+    f.capabilities_source = "unavailable".into();
+    if let Some(real) = f.real.clone().filter(|_| !f.real_is_shim) {
+        let cached = BinaryKey::of(&real)
+            .ok()
+            .zip(store.as_ref())
+            .and_then(|(key, s)| s.capabilities(&key).ok().flatten());
+        if let Some(c) = cached {
+            f.capabilities = Some(c);
+            f.capabilities_source = "cached".into();
+        } else if let Some(c) = crate::probe::probe(&real, &guard_for_children()) {
+            f.capabilities = Some(c);
+            f.capabilities_source = "probed".into();
+        }
+    }
+    room::gather(&mut f);
+    f.guard = crate::env::guard_text();
+    f
+}
+
+/// The store as a turn would reach it: its health (read, never created or
+/// migrated), and the store to read capabilities from, when it opens.
+fn look_at_store(f: &mut Facts) -> Option<Store> {
     let location = f
         .db_path
         .as_ref()
         .and_then(|_| crate::data_dir::DataDir::existing_at(f.data_dir.as_deref()?).ok()?)
         .map(|d| crate::store::backend::Location::configured(&d));
-    let store = match (location, &f.db_path) {
+    match (location, &f.db_path) {
         (Some(Ok(crate::store::backend::Location::Postgres(url))), _) => {
             f.db_shared = Some(crate::store::backend::redact(&url));
             f.db_exists = true;
@@ -206,24 +229,7 @@ pub fn gather(dir: Option<&Path>) -> Facts {
             }
         }
         _ => None,
-    };
-    f.capabilities_source = "unavailable".into();
-    if let Some(real) = f.real.clone().filter(|_| !f.real_is_shim) {
-        let cached = BinaryKey::of(&real)
-            .ok()
-            .zip(store.as_ref())
-            .and_then(|(key, s)| s.capabilities(&key).ok().flatten());
-        if let Some(c) = cached {
-            f.capabilities = Some(c);
-            f.capabilities_source = "cached".into();
-        } else if let Some(c) = crate::probe::probe(&real, &guard_for_children()) {
-            f.capabilities = Some(c);
-            f.capabilities_source = "probed".into();
-        }
     }
-    room::gather(&mut f);
-    f.guard = crate::env::guard_text();
-    f
 }
 
 #[derive(Serialize)]

@@ -145,6 +145,78 @@ const GAP: usize = 2;
 /// The title keeps at least this much before columns go.
 const TITLE_MIN: usize = 24;
 
+/// The header and a line per session: its cells, then its title in what
+/// room is left (`title_w`).
+fn table(
+    out: &mut dyn Write,
+    rows: &[Session],
+    columns: &[Column],
+    title_w: Option<usize>,
+    s: Style,
+) -> std::io::Result<()> {
+    let widths: Vec<usize> = columns.iter().map(Column::width).collect();
+    let pad = |text: &str, w: usize, right: bool| {
+        let fill = " ".repeat(w.saturating_sub(text.chars().count()));
+        match right {
+            true => format!("{fill}{text}"),
+            false => format!("{text}{fill}"),
+        }
+    };
+    let gap = " ".repeat(GAP);
+    let mut head: Vec<String> = columns
+        .iter()
+        .zip(&widths)
+        .map(|(c, w)| pad(c.head, *w, c.right))
+        .collect();
+    head.push("title".into());
+    writeln!(out, "{}", s.bold(&head.join(&gap)))?;
+    for (i, r) in rows.iter().enumerate() {
+        let mut line: Vec<String> = columns
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| {
+                let cell = pad(&c.cells[i], *w, c.right);
+                match c.head {
+                    "state" if r.running.is_some() => s.green(&cell),
+                    "state" => s.yellow(&cell),
+                    _ => cell,
+                }
+            })
+            .collect();
+        let title = match (&r.title, &r.path) {
+            (_, None) => s.yellow("(session file gone)"),
+            (Some(t), _) => human::preview(t, title_w.unwrap_or(200)),
+            (None, _) => s.dim("(no message yet)"),
+        };
+        line.push(title);
+        writeln!(out, "{}", line.join(&gap).trim_end())?;
+    }
+    Ok(())
+}
+
+/// Columns with nothing to say go; then, on a terminal `width` wide, the
+/// least needed until the title has room.
+fn fit(columns: &mut Vec<Column>, width: Option<usize>) {
+    columns.retain(|c| c.drop == 0 || c.cells.iter().any(|x| !x.is_empty()));
+    let Some(width) = width else { return };
+    while fixed(columns) + TITLE_MIN > width {
+        let Some((i, _)) = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.drop > 0)
+            .max_by_key(|(_, c)| c.drop)
+        else {
+            break;
+        };
+        columns.remove(i);
+    }
+}
+
+/// The width the columns take, their gaps included.
+fn fixed(cols: &[Column]) -> usize {
+    cols.iter().map(|c| c.width() + GAP).sum()
+}
+
 pub fn render(
     out: &mut dyn Write,
     rows: &[Session],
@@ -228,63 +300,11 @@ pub fn render(
             human::tail(&human::tilde(cwd, v.home.as_deref()), 32)
         }));
     }
-    // Columns with nothing to say go; then, on a narrow terminal, the least
-    // needed until the title has room.
-    columns.retain(|c| c.drop == 0 || c.cells.iter().any(|x| !x.is_empty()));
-    let fixed = |cols: &[Column]| cols.iter().map(|c| c.width() + GAP).sum::<usize>();
-    if let Some(width) = v.width {
-        while fixed(&columns) + TITLE_MIN > width {
-            let Some((i, _)) = columns
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.drop > 0)
-                .max_by_key(|(_, c)| c.drop)
-            else {
-                break;
-            };
-            columns.remove(i);
-        }
-    }
+    fit(&mut columns, v.width);
     let title_w = v
         .width
         .map(|w| w.saturating_sub(fixed(&columns)).max(TITLE_MIN));
-    let widths: Vec<usize> = columns.iter().map(Column::width).collect();
-    let pad = |text: &str, w: usize, right: bool| {
-        let fill = " ".repeat(w.saturating_sub(text.chars().count()));
-        match right {
-            true => format!("{fill}{text}"),
-            false => format!("{text}{fill}"),
-        }
-    };
-    let gap = " ".repeat(GAP);
-    let mut head: Vec<String> = columns
-        .iter()
-        .zip(&widths)
-        .map(|(c, w)| pad(c.head, *w, c.right))
-        .collect();
-    head.push("title".into());
-    writeln!(out, "{}", s.bold(&head.join(&gap)))?;
-    for (i, r) in rows.iter().enumerate() {
-        let mut line: Vec<String> = columns
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| {
-                let cell = pad(&c.cells[i], *w, c.right);
-                match c.head {
-                    "state" if r.running.is_some() => s.green(&cell),
-                    "state" => s.yellow(&cell),
-                    _ => cell,
-                }
-            })
-            .collect();
-        let title = match (&r.title, &r.path) {
-            (_, None) => s.yellow("(session file gone)"),
-            (Some(t), _) => human::preview(t, title_w.unwrap_or(200)),
-            (None, _) => s.dim("(no message yet)"),
-        };
-        line.push(title);
-        writeln!(out, "{}", line.join(&gap).trim_end())?;
-    }
+    table(out, rows, &columns, title_w, s)?;
     note(
         out,
         "claude --resume <session> continues one; --json shows every field",

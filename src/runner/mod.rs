@@ -185,43 +185,7 @@ pub fn start(
             terminal::Ptys::default()
         }),
     };
-    let to_tty = |pty: &terminal::Pty| pty.slave.try_clone().map(Stdio::from);
-    let stdout = match &ptys.out {
-        Some(pty) => to_tty(pty)?,
-        None => Stdio::piped(),
-    };
-    let stderr = match (&ptys.err, &ptys.out) {
-        (Some(pty), _) => to_tty(pty)?,
-        (None, Some(pty)) if ptys.shared => to_tty(pty)?,
-        _ => Stdio::piped(),
-    };
-    let mut cmd = Command::new(&spec.program);
-    cmd.args(&spec.args)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .env(crate::env::GUARD, &spec.guard)
-        .stdout(stdout)
-        .stderr(stderr)
-        .stdin(match spec.stdin {
-            StdinPlan::Inherit => Stdio::inherit(),
-            _ => Stdio::piped(),
-        });
-    let parent = nix::unistd::getpid();
-    let portable = crate::platform::portable();
-    // SAFETY: only async-signal-safe calls (sigaction, sigprocmask, prctl,
-    // getppid, kill) run between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            signals::reset_for_child()?;
-            // The child dies with the shim, even by SIGKILL (where the
-            // platform can say so; elsewhere when its pipes close). The shim
-            // dies first only when killed outright (its other signals reach
-            // the child and it waits): as the caller's kill would have
-            // ended the CLI directly — at once. A SIGTERM would let the CLI
-            // go on to make its request, billed for a caller who is gone.
-            crate::platform::die_with_parent(Signal::SIGKILL, parent, portable)?;
-            Ok(())
-        });
-    }
+    let mut cmd = command(&spec, &ptys)?;
     child_pid.spawning();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -305,6 +269,49 @@ pub fn start(
         err_thread,
         at_terminal,
     })
+}
+
+/// The CLI's command: the spec's program, argv and variables, its output
+/// to the terminals `ptys` made for it or to pipes, and it dies with the shim.
+fn command(spec: &Spec, ptys: &terminal::Ptys) -> std::io::Result<Command> {
+    let to_tty = |pty: &terminal::Pty| pty.slave.try_clone().map(Stdio::from);
+    let stdout = match &ptys.out {
+        Some(pty) => to_tty(pty)?,
+        None => Stdio::piped(),
+    };
+    let stderr = match (&ptys.err, &ptys.out) {
+        (Some(pty), _) => to_tty(pty)?,
+        (None, Some(pty)) if ptys.shared => to_tty(pty)?,
+        _ => Stdio::piped(),
+    };
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .env(crate::env::GUARD, &spec.guard)
+        .stdout(stdout)
+        .stderr(stderr)
+        .stdin(match spec.stdin {
+            StdinPlan::Inherit => Stdio::inherit(),
+            _ => Stdio::piped(),
+        });
+    let parent = nix::unistd::getpid();
+    let portable = crate::platform::portable();
+    // SAFETY: only async-signal-safe calls (sigaction, sigprocmask, prctl,
+    // getppid, kill) run between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            signals::reset_for_child()?;
+            // The child dies with the shim, even by SIGKILL (where the
+            // platform can say so; elsewhere when its pipes close). The shim
+            // dies first only when killed outright (its other signals reach
+            // the child and it waits): as the caller's kill would have
+            // ended the CLI directly — at once. A SIGTERM would let the CLI
+            // go on to make its request, billed for a caller who is gone.
+            crate::platform::die_with_parent(Signal::SIGKILL, parent, portable)?;
+            Ok(())
+        });
+    }
+    Ok(cmd)
 }
 
 impl Running {
