@@ -12,7 +12,6 @@ use crate::prompt::Prompt;
 use crate::runner::{self, Exit, Finished, Watch};
 use crate::store::runs::{Engine, Kind, Run, Spent};
 use crate::{debug, env, error, sessions};
-use std::ffi::OsString;
 use std::sync::Arc;
 
 /// A turn decided: everything `execute` needs.
@@ -144,7 +143,6 @@ struct Turn<'t> {
     place: &'t Place,
     key: &'t TurnKey,
     prompt: &'t Prompt,
-    args: &'t [OsString],
     /// The engine a warm launcher uses is known once it runs: the exit says.
     engine: Engine,
 }
@@ -167,7 +165,6 @@ pub(super) fn execute(
     ctx: &Ctx<'_>,
     p: Prepared,
     prompt: &Prompt,
-    args: &[OsString],
     launch: &mut dyn Launch,
 ) -> Exit {
     let Prepared {
@@ -186,7 +183,6 @@ pub(super) fn execute(
         place: &place,
         key: &key,
         prompt,
-        args,
         engine: launch.engine(),
     };
     let continues = match plan {
@@ -345,8 +341,8 @@ impl Turn<'_> {
         let attempt_row = Attempts::start(self.place, self.key, plan.target_session(), 0);
         let reason = Reason::of(&plan, false);
         let fresh = Attempt {
-            args: attempt::argv(&plan, self.args),
-            ..attempt::original(self.prompt, self.args, self.ctx.managed.input)
+            args: attempt::argv(&plan, self.ctx.args),
+            ..attempt::original(self.prompt, self.ctx.args, self.ctx.managed.input)
         };
         let sent = self.prompt.len();
         let recorder = self
@@ -548,6 +544,7 @@ mod tests {
     use crate::store::Store;
     use crate::turn::lookup::SharedStore;
     use std::collections::VecDeque;
+    use std::ffi::OsString;
     use std::path::Path;
 
     const S: &str = "6e8e0435-8e12-4245-aa25-f674ed4e97a7";
@@ -729,11 +726,12 @@ mod tests {
                 guard: "1:1",
                 child: Default::default(),
                 managed: &self.managed,
+                args: &self.args,
                 answered: Default::default(),
                 live: Default::default(),
                 opening: Default::default(),
             };
-            execute(&ctx, p, &self.prompt, &self.args, launch)
+            execute(&ctx, p, &self.prompt, launch)
         }
 
         /// The runs log: (kind, why code, exit) of each row, newest first.

@@ -37,7 +37,6 @@ use std::sync::{Arc, Mutex};
 /// Run a turn whose caller waits after its control lines (`before`).
 pub(super) fn run(
     ctx: &Ctx<'_>,
-    args: &[OsString],
     mut before: Vec<u8>,
     complete: usize,
     known: Option<Known>,
@@ -46,23 +45,21 @@ pub(super) fn run(
     // With the caller's own `--resume` the session is the caller's; else A
     // gets the id a fresh turn would.
     let a_args = match ctx.managed.caller_resume {
-        Some(_) => args.to_vec(),
+        Some(_) => ctx.args.to_vec(),
         None => super::attempt::argv(
             &super::plan::Plan::Fresh {
                 session: id.clone(),
                 why: super::plan::Why::Forced,
             },
-            args,
+            ctx.args,
         ),
     };
     // A panic in the shim's own logic: the handshake as without the answer.
     let init = Known::of(known, &before[..complete])
         .or_else(|| {
-            std::panic::catch_unwind(AssertUnwindSafe(|| {
-                Init::new(ctx, args, &before[..complete])
-            }))
-            .ok()
-            .flatten()
+            std::panic::catch_unwind(AssertUnwindSafe(|| Init::new(ctx, &before[..complete])))
+                .ok()
+                .flatten()
         })
         .map(Arc::new);
     let mut answered = false;
@@ -75,7 +72,7 @@ pub(super) fn run(
                 // Its message, or another control request it waits on (a
                 // `set_model`): only the CLI can answer that.
                 match prompt::next_line_is_user(&mut RawStdin, &mut before, complete) {
-                    Ok(true) => return answered_at_once(ctx, args, before, complete, i),
+                    Ok(true) => return answered_at_once(ctx, before, complete, i),
                     Ok(false) => debug!(
                         "handshake: a control request before the message; starting the CLI as asked"
                     ),
@@ -142,13 +139,13 @@ pub(super) fn run(
         init,
         live: ctx.live.clone(),
     };
-    let original = super::attempt::original(&prompt, args, ctx.managed.input);
+    let original = super::attempt::original(&prompt, ctx.args, ctx.managed.input);
     if let Prompt::None { .. } = prompt {
         // Input ended before a user message: A has had everything.
         let reason = Reason::input_ended();
         return unchanged(ctx, &original, &prompt, reason, &mut launch);
     }
-    managed_turn(ctx, &prompt, args, &original, &mut launch)
+    managed_turn(ctx, &prompt, &original, &mut launch)
 }
 
 /// What A has had of the caller's input, and the control requests among
@@ -174,13 +171,7 @@ const MESSAGE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(2
 /// is coming, and the turn runs as one whose caller sent both
 /// together — one CLI, which gets the `initialize` too and whose answer is
 /// dropped (and heard).
-fn answered_at_once(
-    ctx: &Ctx<'_>,
-    args: &[OsString],
-    before: Vec<u8>,
-    complete: usize,
-    init: &Arc<Init>,
-) -> Exit {
+fn answered_at_once(ctx: &Ctx<'_>, before: Vec<u8>, complete: usize, init: &Arc<Init>) -> Exit {
     let _ = ctx.answered.set(init.answers(true));
     let init_line = before[..complete].to_vec();
     let read = prompt::read_after_waiting(&mut RawStdin, before.clone(), complete, &mut |_| {});
@@ -191,16 +182,16 @@ fn answered_at_once(
             inherit: false,
         }
     });
-    let original = super::attempt::original(&prompt, args, ctx.managed.input);
+    let original = super::attempt::original(&prompt, ctx.args, ctx.managed.input);
     if let Prompt::None { .. } = prompt {
         let reason = Reason::input_ended();
         return unchanged(ctx, &original, &prompt, reason, &mut Cold);
     }
     // The caller has the answer: a live CLI may serve the turn.
     let sdk = init.sdk_init(&init_line, None);
-    match super::warm::Warm::new(ctx, args, &prompt, Some(sdk)) {
-        Some(mut w) => managed_turn(ctx, &prompt, args, &original, &mut w),
-        None => managed_turn(ctx, &prompt, args, &original, &mut Cold),
+    match super::warm::Warm::new(ctx, &prompt, Some(sdk)) {
+        Some(mut w) => managed_turn(ctx, &prompt, &original, &mut w),
+        None => managed_turn(ctx, &prompt, &original, &mut Cold),
     }
 }
 
@@ -242,13 +233,12 @@ impl Known {
 /// it; once confirmed, a warm turn gives it (`Some`).
 pub(super) fn together(
     ctx: &Ctx<'_>,
-    args: &[OsString],
     before: &[u8],
     known: Option<Known>,
 ) -> Option<super::warm::SdkInit> {
     let init = Known::of(known, before)
         .or_else(|| {
-            std::panic::catch_unwind(AssertUnwindSafe(|| Init::new(ctx, args, before)))
+            std::panic::catch_unwind(AssertUnwindSafe(|| Init::new(ctx, before)))
                 .ok()
                 .flatten()
         })
@@ -308,8 +298,8 @@ pub(super) struct Init {
 }
 
 impl Init {
-    pub(super) fn new(ctx: &Ctx<'_>, args: &[OsString], before: &[u8]) -> Option<Init> {
-        Init::of(ctx.real, ctx.managed.output, args, before)
+    pub(super) fn new(ctx: &Ctx<'_>, before: &[u8]) -> Option<Init> {
+        Init::of(ctx.real, ctx.managed.output, ctx.args, before)
     }
 
     fn of(

@@ -10,6 +10,7 @@ use crate::env;
 use crate::invocation::Managed;
 use crate::runner::{self, signals::ChildPid, Finished, Spec, Watch};
 use crate::store::runs::Engine;
+use std::ffi::OsString;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,6 +20,10 @@ pub struct Ctx<'a> {
     pub(super) guard: &'a str,
     pub(super) child: ChildPid,
     pub(super) managed: &'a Managed,
+    /// The caller's argv as the turn's session runs it (a call without
+    /// persistence: the flag left out; see `turn::run`). Every stage reads
+    /// it here.
+    pub(super) args: &'a [OsString],
     /// Answers the caller already had (the shim gave them): every run's
     /// are dropped (see `handshake`).
     pub(super) answered: std::sync::OnceLock<runner::tee::Answers>,

@@ -17,7 +17,6 @@ use crate::store::pins::Ownership;
 use crate::store::runs::{Kind, Run};
 use crate::store::Store;
 use crate::{debug, env, error};
-use std::ffi::OsString;
 use std::panic::AssertUnwindSafe;
 
 /// Decide and run a turn whose prompt has been read. `original` is the
@@ -26,16 +25,15 @@ use std::panic::AssertUnwindSafe;
 pub fn managed_turn(
     ctx: &Ctx<'_>,
     prompt: &Prompt,
-    args: &[OsString],
     original: &Attempt,
     launch: &mut dyn Launch,
 ) -> Exit {
     let new_id = launch.fresh_id();
     let prepared = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        prepare(ctx, args, prompt, new_id, &mut || launch.adopt())
+        prepare(ctx, prompt, new_id, &mut || launch.adopt())
     }));
     match prepared {
-        Ok(Ok(Some(p))) => execute(ctx, p, prompt, args, launch),
+        Ok(Ok(Some(p))) => execute(ctx, p, prompt, launch),
         Ok(Ok(None)) => {
             let reason = match prompt {
                 Prompt::None { inherit: false, .. } if !prompt.is_empty() => {
@@ -57,7 +55,6 @@ pub fn managed_turn(
 /// Stages 1–4. `Ok(None)`: nothing the shim can read; run unchanged.
 fn prepare(
     ctx: &Ctx<'_>,
-    args: &[OsString],
     prompt: &Prompt,
     new_id: String,
     adopt: &mut dyn FnMut() -> Option<String>,
@@ -112,7 +109,7 @@ fn prepare(
     }
     let send_preamble = env::preamble_keep() || found.preamble_changed;
     let input = ctx.managed.input;
-    let mut attempt = attempt::attempt(&plan, &u.conv, send_preamble, prompt, args, input);
+    let mut attempt = attempt::attempt(&plan, &u.conv, send_preamble, prompt, ctx.args, input);
     let compacted = matches!(
         plan,
         Plan::Fresh {
@@ -128,7 +125,7 @@ fn prepare(
             max_compactions: None,
             ..facts
         });
-        let attempt = attempt::attempt(&plan, &u.conv, send_preamble, prompt, args, input);
+        let attempt = attempt::attempt(&plan, &u.conv, send_preamble, prompt, ctx.args, input);
         let head = found.candidate.as_ref().ok().and_then(|c| c.at.clone());
         (plan, attempt, head)
     });

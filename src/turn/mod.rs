@@ -106,25 +106,24 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         guard,
         child,
         managed: &managed,
+        args: &session_args,
         answered: Default::default(),
         live: Default::default(),
         opening,
     };
     match prompt {
-        Prompt::Waiting { before, complete } => {
-            handshake::run(&ctx, &session_args, before, complete, known)
-        }
+        Prompt::Waiting { before, complete } => handshake::run(&ctx, before, complete, known),
         prompt => {
             let original = attempt::original(&prompt, &args, managed.input);
             let sdk = match &prompt {
                 Prompt::StreamJson { before, .. } if !before.is_empty() => {
-                    handshake::together(&ctx, &session_args, before, known)
+                    handshake::together(&ctx, before, known)
                 }
                 _ => None,
             };
-            match warm::Warm::new(&ctx, &session_args, &prompt, sdk) {
-                Some(mut w) => managed_turn(&ctx, &prompt, &session_args, &original, &mut w),
-                None => managed_turn(&ctx, &prompt, &session_args, &original, &mut Cold),
+            match warm::Warm::new(&ctx, &prompt, sdk) {
+                Some(mut w) => managed_turn(&ctx, &prompt, &original, &mut w),
+                None => managed_turn(&ctx, &prompt, &original, &mut Cold),
             }
         }
     }

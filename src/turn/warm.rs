@@ -99,12 +99,7 @@ fn handed_over_whole(prompt: &Prompt, sdk: Option<&SdkInit>) -> bool {
 
 impl Warm {
     /// A warm launcher for this call, or `None` when it must run cold.
-    pub fn new(
-        ctx: &Ctx<'_>,
-        args: &[OsString],
-        prompt: &Prompt,
-        sdk: Option<SdkInit>,
-    ) -> Option<Warm> {
+    pub fn new(ctx: &Ctx<'_>, prompt: &Prompt, sdk: Option<SdkInit>) -> Option<Warm> {
         if !env::warm() {
             return None;
         }
@@ -123,8 +118,8 @@ impl Warm {
             debug!("cold: the prompt's input cannot be handed to a live process");
             return None;
         }
-        let parsed = warm::parse(args)?;
-        let flags = warm::caller_flags(args, &parsed)?;
+        let parsed = warm::parse(ctx.args)?;
+        let flags = warm::caller_flags(ctx.args, &parsed)?;
         if matches!(prompt, Prompt::StreamJson { .. }) {
             if let Some(why) = warm::sdk_refusal(&flags, sdk.as_ref().map(|s| &s.request)) {
                 debug!("cold: {why}");
@@ -145,7 +140,7 @@ impl Warm {
         let config_dir = env::claude_config_dir()?;
         let home = env::user_home();
         let start_up =
-            fingerprint::StartUp::of(Path::new(&cwd), home.as_deref(), &config_dir, args);
+            fingerprint::StartUp::of(Path::new(&cwd), home.as_deref(), &config_dir, ctx.args);
         let Some(files) = start_up.state() else {
             debug!("cold: the files a start reads cannot be fingerprinted");
             return None;
