@@ -396,9 +396,14 @@ pub fn home_text() -> Option<String> {
 }
 
 /// A directory variable that is set and not empty (`ZDOTDIR`,
-/// `XDG_CONFIG_HOME`, `CARGO_HOME`, …).
+/// `XDG_CONFIG_HOME`, …).
 pub fn dir(name: &str) -> Option<PathBuf> {
     var_os(name).map(PathBuf::from)
+}
+
+/// `CARGO_HOME` as set, even empty (where `cargo install` puts binaries).
+pub fn cargo_home() -> Option<PathBuf> {
+    std::env::var_os("CARGO_HOME").map(PathBuf::from)
 }
 
 /// The directories of `PATH`.

@@ -51,8 +51,8 @@ pub struct Beside {
 pub fn detect(exe: &Path) -> Origin {
     let root = exe.parent().and_then(Path::parent);
     let beside = root.map_or(Beside::default(), |root| {
-        let cargo_home = crate::env::dir("CARGO_HOME")
-            .or_else(|| crate::env::user_home().map(|h| h.join(".cargo")));
+        let cargo_home =
+            crate::env::cargo_home().or_else(|| crate::env::user_home().map(|h| h.join(".cargo")));
         Beside {
             venv: root.join("pyvenv.cfg").is_file(),
             dist_info: has_dist_info(root),

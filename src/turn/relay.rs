@@ -126,6 +126,8 @@ pub(super) fn relay(
     if let Some(w) = watch {
         w.input_closed();
     }
+    // A new process's patience counts from here, its message written.
+    r.started = Instant::now();
     let mut buf = vec![0u8; 64 << 10];
     while r.watch_the_turn() == Flow::Go {
         let (out, err, caller) = match r.poll() {
@@ -170,6 +172,8 @@ struct Relay<'a> {
     draining: Option<usize>,
     /// The start of a line of the process's not yet complete.
     partial: Vec<u8>,
+    /// When the message was written (a new process's patience counts
+    /// from then).
     started: Instant,
     patience: std::time::Duration,
     /// The process printed something.
