@@ -147,9 +147,9 @@ struct Turn<'t> {
     engine: Engine,
 }
 
-/// A run, as it will be recorded.
-struct Ran {
-    finished: Finished,
+/// A run about to start: what it runs and why, and its records (its
+/// attempt, its recorder, the session as it was).
+struct Begun {
     plan: Plan,
     reason: Reason,
     kind: Kind,
@@ -157,6 +157,21 @@ struct Ran {
     recorder: Arc<Recorder>,
     before: Before,
     attempt_row: Attempts,
+}
+
+impl Begun {
+    fn ended(self, finished: Finished) -> Ran {
+        Ran {
+            finished,
+            run: self,
+        }
+    }
+}
+
+/// A run that ended, as it will be recorded.
+struct Ran {
+    finished: Finished,
+    run: Begun,
 }
 
 /// Stages 5 and 6, with one fallback: a resume the CLI refuses before any
@@ -185,29 +200,27 @@ pub(super) fn execute(
         prompt,
         engine: launch.engine(),
     };
-    let continues = match plan {
-        Plan::Continue { continues, .. } => continues,
-        _ => 0,
-    };
-    let attempt_row = Attempts::start(&place, &key, plan.target_session(), continues);
-    let before = Before::read(&place, &plan);
     let kind = kind_of(&plan);
     let head = head_before.clone();
-    let recorder = t
-        .recorder(&plan, pin_ctx.clone(), (head_before, lease), &attempt_row)
-        .with_run(t.draft(kind, &reason, attempt.sent, &before));
-    let recorder = Arc::new(recorder);
+    let run = t.begin(
+        plan,
+        reason,
+        kind,
+        attempt.sent,
+        pin_ctx.clone(),
+        (head_before, lease),
+    );
     ctx.arm_live(prompt);
     let first = launch.planned(
         ctx,
-        &plan,
+        &run.plan,
         head.as_deref(),
         &attempt,
-        Some(recorder.clone()),
+        Some(run.recorder.clone()),
     );
     let next = next(
         &first,
-        &plan,
+        &run.plan,
         ctx.child.signalled(),
         resume_instead.is_some(),
     );
@@ -217,16 +230,7 @@ pub(super) fn execute(
         first.released(),
         first.observation.too_long()
     );
-    let first = Ran {
-        finished: first,
-        plan,
-        reason,
-        kind,
-        sent: attempt.sent,
-        recorder,
-        before,
-        attempt_row,
-    };
+    let first = run.ended(first);
     let ran = match (next, resume_instead) {
         (Next::ResumeCompacted, Some(instead)) => {
             t.resume_compacted(launch, first, instead, pin_ctx)
@@ -255,16 +259,25 @@ impl Turn<'_> {
         }
     }
 
-    /// The recorder of a run of `plan` (`at`: the session's head it starts
+    /// A run of `plan` begins: its attempt is recorded, the session read
+    /// as it is, and its recorder made (`at`: the session's head it starts
     /// from, and the lease it holds).
-    fn recorder(
+    fn begin(
         &self,
-        plan: &Plan,
+        plan: Plan,
+        reason: Reason,
+        kind: Kind,
+        sent: usize,
         pin_ctx: PinContext,
         at: (Option<String>, Option<lookup::LeaseGuard>),
-        attempt_row: &Attempts,
-    ) -> Recorder {
-        Recorder::new(
+    ) -> Begun {
+        let continues = match plan {
+            Plan::Continue { continues, .. } => continues,
+            _ => 0,
+        };
+        let attempt_row = Attempts::start(self.place, self.key, plan.target_session(), continues);
+        let before = Before::read(self.place, &plan);
+        let recorder = Recorder::new(
             self.place.store.clone(),
             plan.clone(),
             pin_ctx,
@@ -273,15 +286,28 @@ impl Turn<'_> {
             at.1,
         )
         .with_attempt(attempt_row.0)
+        .with_run(self.draft(kind, &reason, sent, &before));
+        Begun {
+            plan,
+            reason,
+            kind,
+            sent,
+            recorder: Arc::new(recorder),
+            before,
+            attempt_row,
+        }
     }
 
     /// The first run is forgotten: nothing of it reached the caller.
     fn forget(&self, launch: &mut dyn Launch, first: &Ran) -> Option<lookup::LeaseGuard> {
         first.finished.discard();
         launch.between(self.ctx);
-        first.recorder.at_exit(&first.finished.observation, false);
-        first.attempt_row.end(self.place, None);
-        first.recorder.take_lease()
+        first
+            .run
+            .recorder
+            .at_exit(&first.finished.observation, false);
+        first.run.attempt_row.end(self.place, None);
+        first.run.recorder.take_lease()
     }
 
     /// The full transcript does not fit: the compacted session is the
@@ -296,27 +322,14 @@ impl Turn<'_> {
         let lease = self.forget(launch, &first);
         drop(first);
         debug!("the full transcript was refused as too long; resuming {plan:?}");
-        let attempt_row = Attempts::start(self.place, self.key, plan.target_session(), 0);
-        let reason = Reason::compacted_too_long();
-        let before = Before::read(self.place, &plan);
         let kind = kind_of(&plan);
-        let recorder = self
-            .recorder(&plan, pin_ctx, (head.clone(), lease), &attempt_row)
-            .with_run(self.draft(kind, &reason, attempt.sent, &before));
-        let recorder = Arc::new(recorder);
-        let watch: Arc<dyn Watch> = recorder.clone();
-        let f = launch.planned(self.ctx, &plan, head.as_deref(), &attempt, Some(watch));
+        let reason = Reason::compacted_too_long();
+        let at = (head.clone(), lease);
+        let run = self.begin(plan, reason, kind, attempt.sent, pin_ctx, at);
+        let watch: Arc<dyn Watch> = run.recorder.clone();
+        let f = launch.planned(self.ctx, &run.plan, head.as_deref(), &attempt, Some(watch));
         f.release();
-        Ran {
-            finished: f,
-            plan,
-            reason,
-            kind,
-            sent: attempt.sent,
-            recorder,
-            before,
-            attempt_row,
-        }
+        run.ended(f)
     }
 
     /// Refused before the caller saw anything: the session is forgotten
@@ -328,7 +341,7 @@ impl Turn<'_> {
             "resume refused ({:?}); rerunning fresh",
             first.finished.exit
         );
-        if let Plan::Resume { session, .. } = &first.plan {
+        if let Plan::Resume { session, .. } = &first.run.plan {
             if let Err(e) = self.place.store.lock().drop_session(session) {
                 error!("dropping refused session {session}: {e:#}");
             }
@@ -338,34 +351,22 @@ impl Turn<'_> {
             session: launch.fresh_id(),
             why: Why::Refused,
         };
-        let attempt_row = Attempts::start(self.place, self.key, plan.target_session(), 0);
         let reason = Reason::of(&plan, false);
         let fresh = Attempt {
             args: attempt::argv(&plan, self.ctx.args),
             ..attempt::original(self.prompt, self.ctx.args, self.ctx.managed.input)
         };
         let sent = self.prompt.len();
-        let recorder = self
-            .recorder(&plan, pin_ctx, (None, None), &attempt_row)
-            .with_run(self.draft(Kind::Fallback, &reason, sent, &Before::fresh()));
-        let recorder = Arc::new(recorder);
-        let f = launch.as_asked(self.ctx, &fresh, Some(recorder.clone()));
-        Ran {
-            finished: f,
-            plan,
-            reason,
-            kind: Kind::Fallback,
-            sent,
-            recorder,
-            before: Before::fresh(),
-            attempt_row,
-        }
+        // A fresh plan's session is new: `Before::read` finds it empty.
+        let run = self.begin(plan, reason, Kind::Fallback, sent, pin_ctx, (None, None));
+        let f = launch.as_asked(self.ctx, &fresh, Some(run.recorder.clone()));
+        run.ended(f)
     }
 
     /// The turn's records: its attempt's end, its pin (the recorder's), its
     /// row in the runs log, its transcript on a fleet; then the lease goes.
-    fn record(&self, ran: Ran, engine: Engine) -> Exit {
-        let (place, finished) = (self.place, &ran.finished);
+    fn record(&self, ended: Ran, engine: Engine) -> Exit {
+        let (place, finished, ran) = (self.place, &ended.finished, &ended.run);
         let succeeded = succeeded(finished);
         ran.attempt_row.end(place, Some(finished));
         ran.recorder.at_exit(&finished.observation, succeeded);
