@@ -292,8 +292,6 @@ fn head_and_fleet(
     at: Option<&str>,
     mode: Mode,
 ) -> Result<(Option<String>, Option<Lease>, bool)> {
-    let mut lease = None;
-    let mut here = true;
     let first_try = match (place.store.lock().fleet(), mode) {
         (Some(fleet), Mode::Turn) => {
             // The file's scan is read next: in the lease's round trip.
@@ -304,31 +302,27 @@ fn head_and_fleet(
         }
         _ => None,
     };
-    let first_try_made = first_try.is_some();
-    let head_in_store = match &first_try {
-        Some((head, _)) => head.clone(),
-        None => place.store.lock().session_head(session)?,
+    let Some((head, tried)) = first_try else {
+        return Ok((place.store.lock().session_head(session)?, None, true));
     };
-    if first_try_made {
-        lease = match first_try.and_then(|(_, l)| l) {
-            // A draining holder: wait for it as `take_lease` does.
-            Some(Lease::Held { draining: true }) => Some(take_lease(&place.store, session, at)?),
-            tried => tried,
-        };
-        let leased = lease == Some(Lease::Taken);
-        here = match place.store.lock().fleet() {
-            Some(fleet) => crate::fleet::bring_here(
-                fleet,
-                (&place.config_dir, &place.cwd),
-                session,
-                at,
-                leased,
-                || crate::warm::client::release(session),
-            ),
-            None => true,
-        };
-    }
-    Ok((head_in_store, lease, here))
+    let lease = match tried {
+        // A draining holder: wait for it as `take_lease` does.
+        Some(Lease::Held { draining: true }) => Some(take_lease(&place.store, session, at)?),
+        tried => tried,
+    };
+    let leased = lease == Some(Lease::Taken);
+    let here = match place.store.lock().fleet() {
+        Some(fleet) => crate::fleet::bring_here(
+            fleet,
+            (&place.config_dir, &place.cwd),
+            session,
+            at,
+            leased,
+            || crate::warm::client::release(session),
+        ),
+        None => true,
+    };
+    Ok((head, lease, here))
 }
 
 /// Take the lease, waiting (a bounded time) for a holder that is draining.

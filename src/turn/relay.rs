@@ -92,6 +92,15 @@ enum Flow {
     Stop,
 }
 
+impl Flow {
+    fn stop_if(stop: bool) -> Flow {
+        match stop {
+            true => Flow::Stop,
+            false => Flow::Go,
+        }
+    }
+}
+
 /// Which of the turn's pipes have something.
 enum Polled {
     /// Nothing now (or a signal came): look at the turn again.
@@ -272,10 +281,11 @@ impl<'a> Relay<'a> {
             self.out.signalled_by = Some(Signal::SIGINT);
             return Flow::Stop;
         }
-        match self.stopped_at {
-            Some(t) if t.elapsed() > std::time::Duration::from_secs(5) => Flow::Stop,
-            _ => Flow::Go,
-        }
+        let stopped_long_ago = std::time::Duration::from_secs(5);
+        Flow::stop_if(
+            self.stopped_at
+                .is_some_and(|t| t.elapsed() > stopped_long_ago),
+        )
     }
 
     /// The caller signalled the turn.
@@ -375,10 +385,7 @@ impl<'a> Relay<'a> {
                 side.took(&buf[..n], cold_may_run);
             }
         }
-        match side.done() && self.out.exit.is_some() {
-            true => Flow::Stop,
-            false => Flow::Go,
-        }
+        Flow::stop_if(side.done() && self.out.exit.is_some())
     }
 
     fn cli_stderr(&mut self, buf: &mut [u8]) {
@@ -452,22 +459,13 @@ impl<'a> Relay<'a> {
                 // A cold CLI ends after the result SIGINT brought.
                 Some(side) if !self.out.interrupted => {
                     side.results += 1;
-                    match side.done() {
-                        true => Flow::Stop,
-                        false => Flow::Go,
-                    }
+                    Flow::stop_if(side.done())
                 }
                 _ => Flow::Stop,
             };
         }
-        match self
-            .side
-            .as_ref()
-            .is_some_and(|s| s.done() && self.out.exit.is_some())
-        {
-            true => Flow::Stop,
-            false => Flow::Go,
-        }
+        let exited = self.out.exit.is_some();
+        Flow::stop_if(self.side.as_ref().is_some_and(|s| s.done() && exited))
     }
 
     /// Rendered output on to the caller (through the sealer, for a

@@ -19,13 +19,13 @@ use crate::store::runs::{Run, Runs};
 use crate::store::scans::Scans;
 use crate::store::sqlite::LocalTime;
 use crate::store::transcripts::{Chunk, Fleet};
+use anyhow::Result;
+use std::cell::{RefCell, RefMut};
+use std::path::Path;
 use std::time::Duration;
 
 /// How often a turn does each housekeeping task: each is a round trip.
 const HOUSEKEEPING_EVERY: Duration = Duration::from_secs(60);
-use anyhow::Result;
-use std::cell::{RefCell, RefMut};
-use std::path::Path;
 
 /// A store in a PostgreSQL database that the replicas of a fleet share.
 pub struct Shared {
