@@ -118,7 +118,14 @@ fn version_of(cli: &Path) -> Version {
         .output()
         .unwrap_or_else(|e| panic!("run {} --version: {e}", cli.display()));
     let text = String::from_utf8_lossy(&out.stdout);
-    Version::parse(&text).unwrap_or_else(|| panic!("{} --version printed {text:?}", cli.display()))
+    Version::parse(&text).unwrap_or_else(|| {
+        panic!(
+            "{} --version printed {text:?} and on stderr {:?}, {}",
+            cli.display(),
+            String::from_utf8_lossy(&out.stderr),
+            out.status
+        )
+    })
 }
 
 /// The shim binary under test: the one cargo built for this run, or

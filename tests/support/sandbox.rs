@@ -79,12 +79,17 @@ impl Sandbox {
         Self::real_at(&server.base_url())
     }
 
-    /// The real CLI talking to the Messages API at `base_url`.
+    /// The real CLI talking to the Messages API at `base_url`, its
+    /// capabilities already in the store ([`seed_capabilities`]).
     pub fn real_at(base_url: &str) -> Sandbox {
-        Self::real_cli_at(base_url, RealCli::path())
+        let sb = Self::real_cli_at(base_url, RealCli::path());
+        seed_capabilities(&sb);
+        sb
     }
 
-    /// Another real CLI (`RealCli::extra`) talking to `server`.
+    /// Another real CLI (`RealCli::extra`) talking to `server`. Its first
+    /// turn probes it, as a turn does on a new machine (`tests/e2e/versions.rs`
+    /// holds the probe's part on the old releases).
     pub fn real_with(server: &ApiServer, cli: PathBuf) -> Sandbox {
         Self::real_cli_at(&server.base_url(), cli)
     }
@@ -418,6 +423,37 @@ pub fn default_signals(cmd: &mut Command) {
             Ok(())
         });
     }
+}
+
+/// What the shim's first turn would find by probing `sb`'s real CLI
+/// (`src/probe.rs`: `--version`, `--help` and a scan of the binary, about a
+/// second of CPU), probed once per test process and binary and put in the
+/// sandbox's store under the key a turn looks up. The probe is the shim's own
+/// function, so the capabilities are the ones the turn would save; a binary
+/// changed after this (size, mtime or path) is probed again by its turn.
+fn seed_capabilities(sb: &Sandbox) {
+    use claude_shim::probe::Capabilities;
+    use claude_shim::store::caps::BinaryKey;
+    use std::sync::Mutex;
+    static PROBED: Mutex<Vec<(BinaryKey, Capabilities)>> = Mutex::new(Vec::new());
+    let key = BinaryKey::of(&sb.real_cli)
+        .unwrap_or_else(|e| panic!("the real CLI {}: {e}", sb.real_cli.display()));
+    let caps = {
+        let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
+        match probed.iter().find(|(k, _)| *k == key) {
+            Some((_, caps)) => caps.clone(),
+            None => {
+                let caps = claude_shim::probe::probe(&sb.real_cli, "").unwrap_or_else(|| {
+                    panic!("probe {}: not a Claude Code CLI", sb.real_cli.display())
+                });
+                probed.push((key.clone(), caps.clone()));
+                caps
+            }
+        }
+    };
+    sb.store()
+        .save_capabilities(&key, &caps)
+        .expect("seed the store with the CLI's capabilities");
 }
 
 /// `CLAUDE_SHIM_TEST_CENSUS=FILE` (`.ci/census`): one line per sandbox, its
