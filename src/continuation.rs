@@ -134,7 +134,7 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
         }
         for at in occurrences(prompt, reply).take(TRIES) {
             let end = at + reply.len();
-            let Some(closer) = ends_its_line(&prompt[end..], earlier.prompt) else {
+            let Some(closer) = ends_its_line(&prompt[end..], earlier.prompt, &prompt[..at]) else {
                 continue;
             };
             if !aligned(earlier, &prompt[..at], &prompt[end..]) {
@@ -158,7 +158,10 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
 /// glue, and `after` ends as the earlier prompt did.
 fn aligned(e: &Earlier<'_>, before: &str, after: &str) -> bool {
     let earlier = e.prompt;
-    let label_ok = |glue: &str| reply_label_ok(glue, e);
+    let learned = Marks::learned(before, e.turns);
+    let label_ok = |glue: &str| {
+        reply_label_ok(glue, e) || learned.as_ref().is_some_and(|m| m.labels_reply(glue))
+    };
     // A label changed once the earlier prompt holds replies must be one the
     // client uses: the new one labels other messages too, or the old one
     // still labels the newest. (Before that, there is only the one message.)
@@ -192,7 +195,14 @@ fn aligned(e: &Earlier<'_>, before: &str, after: &str) -> bool {
                     &before[cp..],
                     at_line_start,
                     &label_ok,
-                    &relabel_seen,
+                    &|old: &str, new: &str| {
+                        (relabel_ok(old, new, at_line_start) && relabel_seen(old, new))
+                            || (at_line_start
+                                && (unwrapped(old, new).0.is_empty() || label_shaped(old))
+                                && learned
+                                    .as_ref()
+                                    .is_some_and(|m| m.users.iter().any(|u| u == new)))
+                    },
                 )
         })
     })
@@ -219,7 +229,7 @@ fn matches_with_glue(
     b: &str,
     at_line_start: bool,
     label_ok: &dyn Fn(&str) -> bool,
-    relabel_seen: &dyn Fn(&str, &str) -> bool,
+    relabel: &dyn Fn(&str, &str) -> bool,
 ) -> bool {
     if a.trim().is_empty() {
         return is_glue(b, GLUE_BYTES, GLUE_WORDS)
@@ -245,9 +255,7 @@ fn matches_with_glue(
                 && label_ok(glue)
                 && is_glue(old_label, LABEL_BYTES, LABEL_WORDS)
                 && is_glue(new_label, LABEL_BYTES, LABEL_WORDS)
-                && (!relabelled
-                    || (relabel_ok(old_label, new_label, at_line_start)
-                        && relabel_seen(old_label, new_label)))
+                && (!relabelled || relabel(old_label, new_label))
             {
                 return true;
             }
@@ -255,6 +263,100 @@ fn matches_with_glue(
         g += 1;
     }
     false
+}
+
+/// Role marks that look like words on their own (`u q`, `a r`, `me q`),
+/// learned from the prompt's structure: the reply the shim captured stands
+/// on a line after such a mark, and the lines up to it that begin with it or
+/// with one other mark alternate — the other first, one of each per earlier
+/// turn. A client that marks a message only once it is history (`q` at turn
+/// 1, `u q` at turn 2) is then seen through, where a word put before an
+/// earlier message is not: the two marks are drawn alike ([`same_shape`]).
+/// (At turn 2 an edit that puts a word of the mark's shape before the
+/// message, `i please…` beside `a reply`, would pass for the mark.)
+#[derive(Debug)]
+struct Marks {
+    /// `u ` (with its space), or the few marks that could be it.
+    users: Vec<String>,
+    /// `a `.
+    assistant: String,
+}
+
+/// At most this many characters in a learned mark.
+const MARK_CHARS: usize = 3;
+
+impl Marks {
+    /// The marks of `before` (the prompt up to the reply), `turns` the
+    /// earlier run's user turns, when its structure shows them.
+    fn learned(before: &str, turns: usize) -> Option<Marks> {
+        let reply_line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+        let assistant = mark_of(reply_line).filter(|m| m.len() == reply_line.len())?;
+        let history = &before[..before.len() - reply_line.len()];
+        // Each line's mark, where it is one of the two, in order.
+        let marks: Vec<&str> = history
+            .split('\n')
+            .filter_map(|line| mark_of(line).filter(|m| m.len() < line.len()))
+            .collect();
+        // The user's mark: the one other mark that alternates with it.
+        let alternates = |user: &str| {
+            let ours: Vec<&str> = marks
+                .iter()
+                .copied()
+                .filter(|m| *m == assistant || *m == user)
+                .chain([assistant])
+                .collect();
+            ours.len() == 2 * turns && ours.chunks(2).all(|pair| pair == [user, assistant])
+        };
+        // (At turn 2 a first word of the preamble may alternate too: each
+        // is a candidate, and the label the message gets must be one.)
+        let mut users: Vec<String> = Vec::new();
+        for m in marks
+            .iter()
+            .copied()
+            .filter(|m| *m != assistant && same_shape(m, assistant))
+        {
+            if !users.iter().any(|u| u == m) && alternates(m) {
+                users.push(m.to_owned());
+            }
+        }
+        (!users.is_empty()).then(|| Marks {
+            users,
+            assistant: assistant.to_owned(),
+        })
+    }
+
+    /// Whether `glue` before a reply ends with the assistant's mark on a
+    /// line of its own.
+    fn labels_reply(&self, glue: &str) -> bool {
+        let line = &glue[glue.rfind('\n').map_or(0, |i| i + 1)..];
+        line == self.assistant && (glue.len() == line.len() || glue.contains('\n'))
+    }
+}
+
+/// Whether two marks are drawn alike, as a client draws its two roles' (`u`
+/// and `a`, `me` and `ai`, `›` and `●`): as many characters, each of the
+/// same kind. A word put before a message at turn 2 (`so please…` beside
+/// `a reply`) is not taken for a mark.
+fn same_shape(a: &str, b: &str) -> bool {
+    let kind = |c: char| match c {
+        c if c.is_lowercase() => 0,
+        c if c.is_uppercase() => 1,
+        c if c.is_numeric() => 2,
+        _ => 3,
+    };
+    a.chars().count() == b.chars().count()
+        && a.chars().zip(b.chars()).all(|(x, y)| kind(x) == kind(y))
+}
+
+/// A line's mark: after the marks that open a wrapped message (`[`), up to
+/// [`MARK_CHARS`] characters without blanks, then one space (`u `, `me `,
+/// `[a `, `›`'s kin included).
+fn mark_of(line: &str) -> Option<&str> {
+    let word_at = line.len() - line.trim_start_matches(OPENERS).len();
+    let end = word_at + line[word_at..].find(' ')?;
+    let word = &line[word_at..end];
+    let n = word.chars().count();
+    ((1..=MARK_CHARS).contains(&n) && !word.contains(char::is_whitespace)).then(|| &line[..end + 1])
 }
 
 /// Whether the glue before a reply ends with a label (`Assistant:`,
@@ -275,17 +377,22 @@ fn reply_label_ok(glue: &str, e: &Earlier<'_>) -> bool {
 /// Whether what follows a reply ends its line: whitespace, a closing tag, or
 /// the closing mark the client puts after every message, up to a line break
 /// (an edit that appends to the reply does not). The length of that mark.
-fn ends_its_line(after: &str, earlier: &str) -> Option<usize> {
+/// `before` is the prompt up to the reply.
+fn ends_its_line(after: &str, earlier: &str, before: &str) -> Option<usize> {
     let line = after.split('\n').next().unwrap_or("");
-    let closer = closing_mark(line, earlier);
+    let label = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+    let closer = closing_mark(line, earlier, label);
     line[closer..].trim().is_empty().then_some(closer)
 }
 
 /// Length of what closes a message at the start of `line` (after blanks): a
 /// closing tag (`</assistant>`), or a short run of closing marks (`]`, `"`,
-/// `)]`) that also ends a line of the earlier prompt — a fixed suffix the
-/// client puts after every message (`[Assistant: …]`).
-fn closing_mark(line: &str, earlier: &str) -> usize {
+/// `)]`) that either closes the marks the reply's line opened with
+/// (`[Assistant: …]`, `label`) or also ends a line of the earlier prompt —
+/// a fixed suffix the client puts after every message. (At a session's
+/// second turn the earlier prompt is the first message alone, which may
+/// hold no such mark.)
+fn closing_mark(line: &str, earlier: &str, label: &str) -> usize {
     let blank = line.len() - line.trim_start().len();
     let rest = &line[blank..];
     if let Some(n) = closing_tag(rest) {
@@ -301,11 +408,41 @@ fn closing_mark(line: &str, earlier: &str) -> usize {
     let mark = &rest[..n];
     let closes_earlier = !mark.is_empty()
         && (earlier.trim_end().ends_with(mark)
-            || memchr::memmem::find(earlier.as_bytes(), format!("{mark}\n").as_bytes()).is_some());
+            || memchr::memmem::find(earlier.as_bytes(), format!("{mark}\n").as_bytes()).is_some()
+            || closes_opened(mark, label));
     match closes_earlier {
         true => blank + n,
         false => 0,
     }
+}
+
+/// Whether `mark` closes, in reverse order, the marks `label` (the reply's
+/// line up to the reply) opens with: `]` after `[Assistant: `, `)]` after
+/// `[(`.
+fn closes_opened(mark: &str, label: &str) -> bool {
+    let opened: String = label
+        .trim_start()
+        .chars()
+        .take_while(|c| OPENERS.contains(c))
+        .take(3)
+        .collect();
+    let closing: Option<String> = opened
+        .chars()
+        .rev()
+        .map(|c| match c {
+            '[' => Some(']'),
+            '(' => Some(')'),
+            '{' => Some('}'),
+            '"' => Some('"'),
+            '\'' => Some('\''),
+            '«' => Some('»'),
+            '“' => Some('”'),
+            '‘' => Some('’'),
+            '`' => Some('`'),
+            _ => None,
+        })
+        .collect();
+    !opened.is_empty() && closing.as_deref() == Some(mark)
 }
 
 /// The message's length within the `c` bytes that end `a` and are shared:
@@ -673,5 +810,94 @@ mod tests {
         let d = cont("» é q1\n«réponse»: r1 é\n» é q2", "» é q1", "r1 é");
         assert_eq!(d.as_deref(), Some("» é q2"));
         assert_eq!(cont("éé", "é", "é"), None);
+    }
+
+    /// A transcript of `k` earlier turns and a new message: a preamble,
+    /// each earlier message and reply after its mark, the new one bare.
+    fn marked(user: &str, assistant: &str, sep: &str, k: usize) -> String {
+        let mut parts = vec!["You are terse.".to_owned()];
+        for i in 1..=k {
+            parts.push(format!("{user}please consider <c.{i}> and answer"));
+            parts.push(format!("{assistant}reply {i} to c.{i}"));
+        }
+        parts.push(format!("please consider <c.{}> and answer", k + 1));
+        parts.join(sep)
+    }
+
+    /// Issue 39, item 2: marks that look like words (`u `, `a `, `me `)
+    /// are learned from the structure, and a message marked only once it is
+    /// history continues the run before, from turn 2 on.
+    #[test]
+    fn marks_learned_from_the_structure() {
+        let pairs = [
+            ("u ", "a "),
+            ("me ", "ai "),
+            ("q ", "r "),
+            ("› ", "● "),
+            ("U ", "A "),
+        ];
+        for (user, assistant) in pairs {
+            for sep in ["\n\n", "\n"] {
+                for k in 1..4 {
+                    let prev = marked(user, assistant, sep, k - 1);
+                    let now = marked(user, assistant, sep, k);
+                    let replies = [format!("reply {k} to c.{k}")];
+                    let e = Earlier {
+                        prompt: &prev,
+                        replies: &replies,
+                        turns: k,
+                    };
+                    let c = continues(&now, &e)
+                        .unwrap_or_else(|| panic!("{user:?}/{assistant:?} {sep:?} turn {}", k + 1));
+                    assert_eq!(
+                        c.delta_text(&now).trim(),
+                        format!("please consider <c.{}> and answer", k + 1)
+                    );
+                }
+            }
+        }
+    }
+
+    /// What the learned marks do not let through: a word put before an
+    /// earlier message that is not the client's mark, a mark before the
+    /// reply that no message alternates with, and a message with a line
+    /// of its own that begins like a mark (the count is off: fresh).
+    #[test]
+    fn learned_marks_keep_proof_of_receipt() {
+        let prev = marked("", "", "\n\n", 0);
+        let replies = ["reply 1 to c.1".to_owned()];
+        let e = Earlier {
+            prompt: &prev,
+            replies: &replies,
+            turns: 1,
+        };
+        for (now, what) in [
+            (
+                "You are terse.\n\nso please consider <c.1> and answer\n\na reply 1 to c.1\n\nnext",
+                "a word before the message, not a mark the structure shows",
+            ),
+            (
+                "You are terse.\n\nu so please consider <c.1> and answer\n\na reply 1 to c.1\n\nnext",
+                "a word after the mark",
+            ),
+        ] {
+            assert_eq!(continues(now, &e), None, "{what}");
+        }
+        // The same with the mark: continues.
+        let now =
+            "You are terse.\n\nu please consider <c.1> and answer\n\na reply 1 to c.1\n\nnext";
+        assert!(continues(now, &e).is_some());
+        let prev = "You are terse.\n\nplease consider <c.1>\na b";
+        let e = Earlier {
+            prompt: prev,
+            replies: &replies,
+            turns: 1,
+        };
+        let now = "You are terse.\n\nu please consider <c.1>\na b\n\na reply 1 to c.1\n\nnext";
+        assert_eq!(
+            continues(now, &e),
+            None,
+            "a line that begins like the reply's mark"
+        );
     }
 }

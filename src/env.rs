@@ -21,6 +21,9 @@ pub const LOG: &str = "CLAUDE_SHIM_LOG";
 pub const GUARD: &str = "CLAUDE_SHIM_GUARD";
 /// `respect`: pass `--no-session-persistence` calls through untouched.
 pub const PERSISTENCE: &str = "CLAUDE_SHIM_PERSISTENCE";
+/// `keep`: a live stream-json session's later messages pass whole, even when
+/// they re-send its transcript (`crate::resend`).
+pub const RESEND: &str = "CLAUDE_SHIM_RESEND";
 /// How long an ephemeral session (of a `--no-session-persistence` caller)
 /// may sit idle before the shim deletes it.
 pub const EPHEMERAL_TTL: &str = "CLAUDE_SHIM_EPHEMERAL_TTL";
@@ -113,6 +116,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         PERSISTENCE,
         "respect = pass --no-session-persistence calls through (default: resume them in ephemeral sessions)",
+    ),
+    (
+        RESEND,
+        "keep = a live stream-json session's later messages pass whole (default cut: one that re-sends the session's transcript goes as its new part only)",
     ),
     (
         EPHEMERAL_TTL,
@@ -218,6 +225,12 @@ pub fn preamble_keep() -> bool {
 /// Whether `--no-session-persistence` calls pass through untouched.
 pub fn respect_persistence() -> bool {
     std::env::var(PERSISTENCE).is_ok_and(|v| v.trim().eq_ignore_ascii_case("respect"))
+}
+
+/// Whether a live session's later messages pass whole (`CLAUDE_SHIM_RESEND=keep`);
+/// anything else means the default (cut a re-sent transcript).
+pub fn resend_kept() -> bool {
+    std::env::var(RESEND).is_ok_and(|v| v.trim().eq_ignore_ascii_case("keep"))
 }
 
 /// Idle time after which an ephemeral session is deleted: `30m`, `1h`, `2d`,

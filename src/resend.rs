@@ -281,6 +281,32 @@ mod tests {
         assert_eq!(s.input(control), Line::Pass);
     }
 
+    /// A first message with no closing mark of its own: the `]` after the
+    /// reply closes the `[` its label opened, so turn 2 is cut as turns 3
+    /// and later are; a reply edited to end in `]` is not.
+    #[test]
+    fn turn_2_is_cut_when_the_first_message_has_no_bracket() {
+        let first = "u1 and nothing else";
+        let mut s = Session::default();
+        let mut obs = Observation::default();
+        s.begin(&user(first), true, true);
+        answered(&mut obs, "a1");
+        s.result(&obs);
+        let got = s.input(&user(&format!("{first}\n\n[Assistant: a1]\n\nu2")));
+        assert_eq!(cut_text(&got).as_deref(), Some("u2"));
+        let mut s = Session::default();
+        s.begin(&user(first), true, true);
+        s.result(&obs);
+        let edited = format!("{first}\n\n[Assistant: a1]]\n\nu2");
+        assert_eq!(s.input(&user(&edited)), Line::Pass);
+        // No bracket opened before the reply: a `]` after it is no mark.
+        let mut s = Session::default();
+        s.begin(&user(first), true, true);
+        s.result(&obs);
+        let unopened = format!("{first}\n\nAssistant: a1]\n\nu2");
+        assert_eq!(s.input(&user(&unopened)), Line::Pass);
+    }
+
     #[test]
     fn anything_but_the_session_s_own_messages_passes() {
         let t1 = "[System: be brief]\n\nu1";

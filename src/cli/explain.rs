@@ -264,6 +264,9 @@ fn later_messages(m: &Managed, prompt: &Prompt) -> Option<String> {
     let Prompt::StreamJson { line, more, .. } = prompt else {
         return None;
     };
+    if crate::env::resend_kept() {
+        return Some(format!("passed whole ({}=keep)", crate::env::RESEND));
+    }
     Some(
         match (
             crate::resend::armed(m),

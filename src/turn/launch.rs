@@ -62,7 +62,7 @@ impl Ctx<'_> {
         let crate::prompt::Prompt::StreamJson { line, more, .. } = prompt else {
             return;
         };
-        let armed = crate::resend::armed(self.managed);
+        let armed = crate::resend::armed(self.managed) && !crate::env::resend_kept();
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         live.begin(line, more.is_empty(), armed);
     }

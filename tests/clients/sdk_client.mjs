@@ -12,6 +12,10 @@
 //            also prints every message it received ({"message": …})
 //   interrupt as replay, but the last turn's message is streamed input and the
 //            turn is interrupted (query.interrupt()) once its init message came
+//   router   as session, but each message is the whole transcript so far, as a
+//            router renders it: "[System: be brief]\n\nu1\n\n[Assistant: a1]\n\nu2"
+//            (a1: the last result; --edit-replies: each with "." added;
+//            --labels human: "Human: u1\n\nAssistant: a1\n\nHuman: u2")
 //   --messages: the replaying modes also print every message ({"message": …})
 //   tools    as replay, with a permission callback (canUseTool, allows) and a
 //            PreToolUse hook; each turn line lists the calls they got ("callbacks")
@@ -26,9 +30,10 @@ const { query } = await import(pathToFileURL(path.join(sdk, 'sdk.mjs')).href);
 
 const { values: a, positionals } = parseArgs({ allowPositionals: true, options: {
   cli: { type: 'string' }, turns: { type: 'string', default: '3' },
-  prompt: { type: 'string', default: 'message {k}' }, messages: { type: 'boolean' } } });
+  prompt: { type: 'string', default: 'message {k}' }, messages: { type: 'boolean' },
+  'edit-replies': { type: 'boolean' }, labels: { type: 'string' } } });
 const mode = positionals[0];
-if (!a.cli || !['replay', 'eager', 'session', 'tools', 'interrupt'].includes(mode)) { console.error('usage: MODE --cli PATH'); process.exit(2); }
+if (!a.cli || !['replay', 'eager', 'session', 'router', 'tools', 'interrupt'].includes(mode)) { console.error('usage: MODE --cli PATH'); process.exit(2); }
 const turns = +a.turns;
 const now = () => Math.round((performance.timeOrigin + performance.now()) * 10) / 10;
 const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
@@ -104,13 +109,22 @@ async function replay() {
 }
 
 async function session() {
-  // Each next message is given only after the previous turn's result.
+  // Each next message is given only after the previous turn's result; a
+  // router's is the transcript so far.
   let next;
   const results = [];
+  const human = a.labels === 'human';
+  const parts = mode === 'router' && !human ? ['[System: be brief]'] : [];
+  const message = (k) => {
+    const text = a.prompt.replaceAll('{k}', String(k));
+    if (mode !== 'router') return text;
+    parts.push((human ? 'Human: ' : '') + text);
+    return parts.join('\n\n');
+  };
   async function* input() {
     for (let k = 1; k <= turns; k++) {
       yield { type: 'user', session_id: '', parent_tool_use_id: null,
-        message: { role: 'user', content: a.prompt.replaceAll('{k}', String(k)) } };
+        message: { role: 'user', content: message(k) } };
       await new Promise((r) => { next = r; });
     }
   }
@@ -118,6 +132,8 @@ async function session() {
   for await (const m of query({ prompt: input(), options })) {
     emit({ message: m });
     if (m.type === 'result') {
+      const reply = (m.result ?? '') + (a['edit-replies'] ? '.' : '');
+      parts.push(human ? `Assistant: ${reply}` : `[Assistant: ${reply}]`);
       emit(turnLine(k, m, tStart, now()));
       results.push(m);
       k += 1; tStart = now();
@@ -127,4 +143,4 @@ async function session() {
   return results.length === turns ? 0 : 1;
 }
 
-process.exit(mode === 'session' ? await session() : await replay());
+process.exit(mode === 'session' || mode === 'router' ? await session() : await replay());

@@ -800,17 +800,20 @@ fn newest_line_world() -> SdkWorld {
 }
 
 /// What a client got, as compared with and without the shim: each message's class
-/// and its text (an assistant's content, a result's reply).
+/// and its text (an assistant's content, a result's reply). The Python SDK's
+/// messages are dataclasses (`class`), the TypeScript SDK's the CLI's lines (`type`).
 fn gist(messages: &[Value]) -> Vec<String> {
     messages
         .iter()
         .map(|m| {
-            let text = match m["class"].as_str() {
-                Some("AssistantMessage") => m["content"].to_string(),
-                Some("ResultMessage") => m["result"].to_string(),
+            let class = m["class"].as_str().or(m["type"].as_str()).unwrap_or("?");
+            let text = match class {
+                "AssistantMessage" => m["content"].to_string(),
+                "assistant" => m["message"]["content"].to_string(),
+                "ResultMessage" | "result" => m["result"].to_string(),
                 _ => String::new(),
             };
-            format!("{} {text}", m["class"])
+            format!("{class} {text}")
         })
         .collect()
 }
@@ -841,14 +844,14 @@ fn last_logged_why(w: &World) -> String {
 /// `warm`: its first message a transcript the shim reads, `Human: …` labels), and the
 /// client gets the same messages. With `edit`, the transcripts hold each reply with a
 /// byte added: nothing is cut, the model gets what it gets without the shim.
-fn router_session(warm: bool, edit: bool) {
+fn router_session(sdk: Sdk, warm: bool, edit: bool) {
     let n = 4;
     let (first, label) = match warm {
         true => ("Human: message 1", "Human: "),
         false => ("[System: be brief]\n\nmessage 1", ""),
     };
     let client = |w: &SdkWorld, cli: &PathBuf| {
-        let mut cmd = w.client(Sdk::Python, "router", n, cli, "message {k}");
+        let mut cmd = w.client(sdk, "router", n, cli, "message {k}");
         if edit {
             cmd.arg("--edit-replies");
         }
@@ -869,6 +872,15 @@ fn router_session(warm: bool, edit: bool) {
     let got = replies(&s_turns, n);
     assert_eq!(replies(&d_turns, n), got);
     assert_eq!(gist(&d_msgs), gist(&s_msgs));
+    assert!(
+        gist(&d_msgs)
+            .iter()
+            .filter(|g| g.starts_with("result") || g.starts_with("ResultMessage"))
+            .count()
+            == n,
+        "{:?}",
+        gist(&d_msgs)
+    );
     if warm {
         let engines = shimmed.engines();
         assert!(
@@ -907,15 +919,63 @@ fn router_session(warm: bool, edit: bool) {
 
 #[test]
 fn python_sdk_router_re_sending_its_transcript_reaches_the_model_once() {
-    router_session(false, false);
+    router_session(Sdk::Python, false, false);
 }
 
 #[test]
 fn python_sdk_router_re_sending_its_transcript_reaches_a_live_cli_once() {
-    router_session(true, false);
+    router_session(Sdk::Python, true, false);
 }
 
 #[test]
 fn python_sdk_router_whose_transcript_differs_by_a_byte_passes_unchanged() {
-    router_session(false, true);
+    router_session(Sdk::Python, false, true);
+}
+
+#[test]
+fn typescript_sdk_router_re_sending_its_transcript_reaches_the_model_once() {
+    router_session(Sdk::TypeScript, false, false);
+}
+
+#[test]
+fn typescript_sdk_router_re_sending_its_transcript_reaches_a_live_cli_once() {
+    router_session(Sdk::TypeScript, true, false);
+}
+
+#[test]
+fn typescript_sdk_router_whose_transcript_differs_by_a_byte_passes_unchanged() {
+    router_session(Sdk::TypeScript, false, true);
+}
+
+/// `CLAUDE_SHIM_RESEND=keep`: a router's re-sent transcripts pass whole, and the
+/// model gets what it gets without the shim (k copies of the first message at
+/// turn k); `explain` says so.
+#[test]
+fn python_sdk_router_with_cutting_switched_off_passes_every_message_whole() {
+    let n = 3;
+    let direct = newest_line_world();
+    let cmd = direct.client(
+        Sdk::Python,
+        "router",
+        n,
+        &direct.sb.real_bin.join("claude"),
+        "message {k}",
+    );
+    let (d_turns, _) = lines(&run(cmd, b""));
+    let mut shimmed = newest_line_world();
+    shimmed.sb.set_env("CLAUDE_SHIM_RESEND", "keep");
+    let cmd = shimmed.client(
+        Sdk::Python,
+        "router",
+        n,
+        &shimmed.sb.shim_claude(),
+        "message {k}",
+    );
+    let (s_turns, _) = lines(&run(cmd, b""));
+    assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
+    let k_copies: Vec<usize> = (1..=n).collect();
+    assert_eq!(copies_of_first(&direct), k_copies);
+    assert_eq!(copies_of_first(&shimmed), k_copies, "{}", shimmed.context());
+    let why = last_logged_why(&shimmed);
+    assert!(!why.contains("re-sent"), "{why}");
 }

@@ -370,3 +370,24 @@ fn one_block_per_message_with_symbol_marks() {
         client: Client::MarkBlocks,
     });
 }
+
+/// Marks that look like words (`u q`, `a r`), each message marked only once
+/// it is history, the new one bare: only the structure (two marks drawn
+/// alike, alternating, the second before each reply the shim captured) shows
+/// them to be marks (issue 39, item 2: 0 of 4 turns resumed before).
+#[test]
+fn one_block_per_message_with_word_marks() {
+    conversation(&Case {
+        name: "wordblocks",
+        client: Client::WordMarkBlocks,
+    });
+}
+
+/// The same rendering as plain text, a line per message.
+#[test]
+fn a_line_per_message_with_word_marks() {
+    conversation(&Case {
+        name: "wordtext",
+        client: Client::WordMarkText,
+    });
+}

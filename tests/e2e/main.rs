@@ -21,6 +21,7 @@ mod deleted_cwd;
 mod dialects;
 mod differential;
 mod fleet;
+mod held;
 mod isolation;
 mod long_argv;
 mod packages;

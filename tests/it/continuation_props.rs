@@ -62,15 +62,38 @@ fn wrap() -> impl Strategy<Value = Option<(String, String)>> {
     )
 }
 
-fn renderer() -> impl Strategy<Value = Renderer> {
-    (
+/// The user's and the assistant's labels: drawn apart, or two marks that
+/// look like words (`u `/`a `, `me `/`ai `), learned from the structure
+/// (issue 39, item 2).
+fn labels() -> impl Strategy<Value = (String, String)> {
+    let apart = (
         prop_oneof![Just(String::new()), label()],
         prop_oneof![
             label(),
             "--- [a-z]{3,8} [a-z]{3,8} ---\n",
             "\\(earlier answer\\)\n",
         ],
-        prop::option::of("[A-Z][a-z]{2,6} [a-z]{3,7}: "),
+    );
+    let words = prop_oneof![
+        ("[a-z]", "[a-z]"),
+        ("[a-z]{2}", "[a-z]{2}"),
+        ("[a-z]{3}", "[a-z]{3}"),
+    ]
+    .prop_filter("two marks", |(u, a)| u != a)
+    .prop_map(|(u, a)| (format!("{u} "), format!("{a} ")));
+    prop_oneof![4 => apart, 1 => words]
+}
+
+fn renderer() -> impl Strategy<Value = Renderer> {
+    (
+        labels(),
+        // The newest message as the others, labelled apart, or bare while
+        // every earlier one has its label (issue 39, item 2).
+        prop_oneof![
+            2 => Just(None),
+            1 => "[A-Z][a-z]{2,6} [a-z]{3,7}: ".prop_map(Some),
+            1 => Just(Some(String::new())),
+        ],
         any::<bool>(),
         prop_oneof![
             Just("\n".to_owned()),
@@ -85,8 +108,7 @@ fn renderer() -> impl Strategy<Value = Renderer> {
     )
         .prop_map(
             |(
-                user,
-                assistant,
+                (user, assistant),
                 newest,
                 first_bare,
                 separator,
@@ -319,6 +341,52 @@ fn generated_renderers_resume_through_the_shim() {
         })
         .unwrap();
     eprintln!("generated renderers resumed: all {} tried", tried.get());
+}
+
+/// Issue 39, item 2: a preamble, then each earlier message with a short
+/// role mark inline (a symbol or a letter), then the newest message bare; a
+/// message gets its mark only once it is history. No turn's prompt is in
+/// the next one verbatim. In one stream-json message of a block per
+/// message, and as plain text; through the shim and the fake CLI.
+#[test]
+fn marks_that_appear_once_a_message_is_history_resume() {
+    for (user, assistant) in [("› ", "● "), ("U ", "A "), ("> ", "• ")] {
+        for blocks in [true, false] {
+            let r = Renderer {
+                user: user.into(),
+                assistant: assistant.into(),
+                newest: Some(String::new()),
+                first_bare: true,
+                separator: "\n".into(),
+                preamble: Some("You are a terse assistant in an editor.\n\n".into()),
+                suffix: None,
+                closing: false,
+                blocks,
+                wrap: None,
+            };
+            let w = Sandbox::new();
+            let mut history: Vec<(String, String)> = Vec::new();
+            for k in 1..=TURNS {
+                let current = message("c", k);
+                let (args, stdin) = r.invocation(&history, &current);
+                let mut cmd = shim(&w);
+                cmd.args(&args);
+                let ran = run(cmd, Input::Bytes(stdin));
+                assert!(ran.status.success(), "{}\n{}", ran.err(), context(&w));
+                let reply = r.reply(&ran.stdout);
+                let seen: Vec<String> = (1..=k).map(|i| tag("c", i)).collect();
+                assert_eq!(reply, ack(&seen), "turn {k} of {r:?}\n{}", context(&w));
+                history.push((current, reply));
+            }
+            let kinds: Vec<String> = runs(&w).into_iter().map(|r| r.kind).collect();
+            assert_eq!(
+                kinds,
+                ["fresh", "resumed", "resumed", "resumed"],
+                "{r:?}\n{}",
+                context(&w)
+            );
+        }
+    }
 }
 
 /// `explain` names the rule that recognised a prompt, and `log` says it for

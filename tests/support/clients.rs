@@ -176,6 +176,11 @@ pub enum Client {
     /// One stream-json user message: a preamble block, a block per earlier
     /// message with a one-symbol role mark (`> q`, `< a`), the new one bare.
     MarkBlocks,
+    /// As [`Client::MarkBlocks`] with marks that look like words (`u q`,
+    /// `a r`), which only the structure shows to be marks (issue 39).
+    WordMarkBlocks,
+    /// The same as plain text on stdin, a line per message (issue 39).
+    WordMarkText,
 }
 
 /// Where a client puts its prompt.
@@ -191,17 +196,20 @@ enum Delivery {
 impl Client {
     fn shape(self) -> (&'static [&'static str], Delivery) {
         match self {
-            Client::Wrapper | Client::Bracket | Client::AssistantMarker | Client::XmlTags => {
-                (&["-p"], Delivery::Stdin)
-            }
+            Client::Wrapper
+            | Client::Bracket
+            | Client::AssistantMarker
+            | Client::XmlTags
+            | Client::WordMarkText => (&["-p"], Delivery::Stdin),
             Client::Relay => (&["-p", "--output-format", "text"], Delivery::Stdin),
             Client::LangChain => (LANGCHAIN_ARGS, Delivery::AfterDashes),
             Client::OpenDesign => (OPEN_DESIGN_ARGS, Delivery::Stdin),
             Client::MaxProxy => (MAXPROXY_ARGS, Delivery::Positional),
             Client::Cline | Client::Roo => (CLINE_ARGS, Delivery::Stdin),
-            Client::StreamLines | Client::MultiBlock | Client::MarkBlocks => {
-                (LINES_ARGS, Delivery::Stdin)
-            }
+            Client::StreamLines
+            | Client::MultiBlock
+            | Client::MarkBlocks
+            | Client::WordMarkBlocks => (LINES_ARGS, Delivery::Stdin),
             Client::BracketRoles => (BRACKET_ROLES_ARGS, Delivery::AfterPrint),
         }
     }
@@ -216,6 +224,7 @@ impl Client {
                 | Client::AssistantMarker
                 | Client::XmlTags
                 | Client::BracketRoles
+                | Client::WordMarkText
         )
     }
 
@@ -303,15 +312,28 @@ impl Client {
                 parts.push(format!("[User: {cur}]"));
                 parts.join("\n\n")
             }
-            Client::MarkBlocks => {
+            Client::MarkBlocks | Client::WordMarkBlocks => {
+                let (user, assistant) = match self {
+                    Client::MarkBlocks => ("> ", "< "),
+                    _ => ("u ", "a "),
+                };
                 let mut blocks = vec![json!({"type": "text", "text": "You answer in one line."})];
                 for (u, a) in h {
-                    blocks.push(json!({"type": "text", "text": format!("> {u}")}));
-                    blocks.push(json!({"type": "text", "text": format!("< {a}")}));
+                    blocks.push(json!({"type": "text", "text": format!("{user}{u}")}));
+                    blocks.push(json!({"type": "text", "text": format!("{assistant}{a}")}));
                 }
                 blocks.push(json!({"type": "text", "text": cur}));
                 let line = json!({"type": "user", "message": {"role": "user", "content": blocks}});
                 format!("{line}\n")
+            }
+            Client::WordMarkText => {
+                let mut lines = vec!["You answer in one line.".to_owned()];
+                for (u, a) in h {
+                    lines.push(format!("u {u}"));
+                    lines.push(format!("a {a}"));
+                }
+                lines.push(cur.to_owned());
+                lines.join("\n")
             }
             Client::XmlTags => {
                 let mut parts = Vec::new();
