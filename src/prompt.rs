@@ -418,13 +418,42 @@ pub fn replace_stream_text(line: &[u8], text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// argv with the positional prompt at `index` replaced.
-pub fn replace_positional(args: &[OsString], index: usize, text: &str) -> Vec<OsString> {
+/// argv with the positional prompt at `index` replaced, and where the prompt
+/// now is. A text that starts with `-` would read as an option (`error:
+/// unknown option '---…'`) where the caller's did not: unless option parsing
+/// already ended before it, it goes right after a `--` then — the one that
+/// is there, or one added at the end (it is the only positional).
+pub fn replace_positional(args: &[OsString], index: usize, text: &str) -> (Vec<OsString>, usize) {
     let mut out = args.to_vec();
-    if let Some(slot) = out.get_mut(index) {
-        *slot = OsString::from(text);
+    let Some(slot) = out.get_mut(index) else {
+        return (out, index);
+    };
+    *slot = OsString::from(text);
+    if !text.starts_with('-') {
+        return (out, index);
     }
-    out
+    let parsed = crate::argv::parse(args).ok();
+    let ours = parsed
+        .as_ref()
+        .and_then(|p| p.positionals.iter().find(|p| p.index == index));
+    match (parsed.as_ref(), ours) {
+        (Some(p), Some(ours)) if !ours.after_dashdash && p.positionals.len() == 1 => {
+            let prompt = out.remove(index);
+            let at = match p.dashdash {
+                // `--` came after the prompt: the prompt goes right after it.
+                Some(d) => d,
+                None => {
+                    out.push(OsString::from("--"));
+                    out.len()
+                }
+            };
+            out.insert(at, prompt);
+            (out, at)
+        }
+        // After `--` already, or a call the parser does not read as one
+        // positional (it is not managed then): as it was.
+        _ => (out, index),
+    }
 }
 
 #[cfg(test)]
@@ -596,6 +625,39 @@ mod tests {
         ];
         for (line, want) in cases {
             assert_eq!(stream_text(line.as_bytes()).as_deref(), *want, "{line}");
+        }
+    }
+
+    /// A new prompt that starts with `-` goes after a `--`, where the CLI
+    /// reads it as the prompt and not as an unknown option.
+    #[test]
+    fn a_positional_that_reads_as_an_option_goes_after_dashes() {
+        let os = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        // (argv, the prompt's index, the new text, argv after, its index)
+        type Case<'a> = (&'a [&'a str], usize, &'a str, &'a [&'a str], usize);
+        let cases: &[Case] = &[
+            (&["-p", "old"], 1, "new", &["-p", "new"], 1),
+            (
+                &["-p", "old", "--model", "m"],
+                1,
+                "---\nq",
+                &["-p", "--model", "m", "--", "---\nq"],
+                4,
+            ),
+            (&["old"], 0, "-q", &["--", "-q"], 1),
+            (
+                &["-p", "old", "--", "x"],
+                1,
+                "-q",
+                &["-p", "-q", "--", "x"],
+                1,
+            ),
+            (&["-p", "--", "old"], 2, "-q", &["-p", "--", "-q"], 2),
+            (&["-p", "old", "--"], 1, "-q", &["-p", "--", "-q"], 2),
+        ];
+        for (args, index, text, want, at) in cases {
+            let (got, i) = replace_positional(&os(args), *index, text);
+            assert_eq!((got, i), (os(want), *at), "{args:?} with {text:?}");
         }
     }
 

@@ -204,17 +204,20 @@ pub fn attempt(
     }
     let delta = delta(conv, send_preamble);
     match prompt {
-        Prompt::Positional { index, .. } => with_flags(Attempt {
-            args: prompt::replace_positional(args, *index, delta),
-            stdin: StdinPlan::Inherit,
-            sent: delta.len(),
-            hold: false,
-            proof: Default::default(),
-            prompt_arg: Some(*index),
-            env: Vec::new(),
-            render: false,
-            own_cost: None,
-        }),
+        Prompt::Positional { index, .. } => {
+            let (args, index) = prompt::replace_positional(args, *index, delta);
+            with_flags(Attempt {
+                args,
+                stdin: StdinPlan::Inherit,
+                sent: delta.len(),
+                hold: false,
+                proof: Default::default(),
+                prompt_arg: Some(index),
+                env: Vec::new(),
+                render: false,
+                own_cost: None,
+            })
+        }
         Prompt::Stdin { .. } => with_flags(Attempt {
             args: args.to_vec(),
             stdin: StdinPlan::Bytes(delta.as_bytes().to_vec().into()),

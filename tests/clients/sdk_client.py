@@ -13,7 +13,8 @@ usage: sdk_client.py MODE --cli PATH --turns N [--prompt 'message {k}']
   router   as session, but each message is the whole transcript so far, as a
            router renders it: "[System: be brief]\n\nu1\n\n[Assistant: a1]\n\nu2"
            (a1: the last result; --edit-replies: each with "." added;
-           --labels human: "Human: u1\n\nAssistant: a1\n\nHuman: u2")
+           --labels human: "Human: u1\n\nAssistant: a1\n\nHuman: u2";
+           --labels bare: as bracketed, without the "[System: …]" line)
   info     one ClaudeSDKClient, one turn; first prints what the answer to
            `initialize` said ({"info": {"output_style", "current_permission_mode"}})
   tools    as replay, with a permission callback (can_use_tool, allows) and a
@@ -130,7 +131,7 @@ async def session(a, options) -> int:
 
 async def router(a, options) -> int:
     human = a.labels == "human"
-    parts = [] if human else ["[System: be brief]"]
+    parts = [] if human or a.labels == "bare" else ["[System: be brief]"]
     async with ClaudeSDKClient(options=options) as client:
         for k in range(1, a.turns + 1):
             parts.append(("Human: " if human else "") + a.prompt.format(k=k))
@@ -177,7 +178,7 @@ def main() -> int:
     ap.add_argument("--settings")
     ap.add_argument("--messages", action="store_true")
     ap.add_argument("--edit-replies", action="store_true")
-    ap.add_argument("--labels", choices=["bracketed", "human"], default="bracketed")
+    ap.add_argument("--labels", choices=["bracketed", "human", "bare"], default="bracketed")
     a = ap.parse_args()
     options = ClaudeAgentOptions(cli_path=a.cli, cwd=os.getcwd(), settings=a.settings)
     if a.mode == "tools":

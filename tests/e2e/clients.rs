@@ -845,10 +845,17 @@ fn last_logged_why(w: &World) -> String {
 /// client gets the same messages. With `edit`, the transcripts hold each reply with a
 /// byte added: nothing is cut, the model gets what it gets without the shim.
 fn router_session(sdk: Sdk, warm: bool, edit: bool) {
+    router_session_with(sdk, warm, edit, false)
+}
+
+/// [`router_session`]; `bare`: no `[System: …]` line, so the first message holds
+/// no `]` (the `]` after a reply closes the `[` of its label).
+fn router_session_with(sdk: Sdk, warm: bool, edit: bool, bare: bool) {
     let n = 4;
-    let (first, label) = match warm {
-        true => ("Human: message 1", "Human: "),
-        false => ("[System: be brief]\n\nmessage 1", ""),
+    let (first, label) = match (warm, bare) {
+        (true, _) => ("Human: message 1", "Human: "),
+        (false, true) => ("message 1", ""),
+        (false, false) => ("[System: be brief]\n\nmessage 1", ""),
     };
     let client = |w: &SdkWorld, cli: &PathBuf| {
         let mut cmd = w.client(sdk, "router", n, cli, "message {k}");
@@ -857,6 +864,8 @@ fn router_session(sdk: Sdk, warm: bool, edit: bool) {
         }
         if warm {
             cmd.args(["--labels", "human"]);
+        } else if bare {
+            cmd.args(["--labels", "bare"]);
         }
         lines(&run(cmd, b""))
     };
@@ -865,7 +874,7 @@ fn router_session(sdk: Sdk, warm: bool, edit: bool) {
     let shimmed = newest_line_world();
     if warm {
         // Two starts teach the shim the answer to `initialize`.
-        shimmed.run_client(Sdk::Python, "replay", 2, "an earlier question {k}");
+        shimmed.run_client(sdk, "replay", 2, "an earlier question {k}");
         shimmed.server.clear_log();
     }
     let (s_turns, s_msgs) = client(&shimmed, &shimmed.sb.shim_claude());
@@ -930,6 +939,13 @@ fn python_sdk_router_re_sending_its_transcript_reaches_a_live_cli_once() {
 #[test]
 fn python_sdk_router_whose_transcript_differs_by_a_byte_passes_unchanged() {
     router_session(Sdk::Python, false, true);
+}
+
+/// The first message holds no `]`: turn 2 is cut as the later ones are (issue 39,
+/// item 3: it was passed whole).
+#[test]
+fn python_sdk_router_whose_first_message_has_no_bracket_is_cut_from_turn_2() {
+    router_session_with(Sdk::Python, false, false, true);
 }
 
 #[test]

@@ -10,10 +10,10 @@
 //! - another conversation whose replies are identical: it never continues the
 //!   first, and its own turn 2 holds none of the first's messages.
 //!
-//! The server answers the newest line of the last user message, so a resumed
-//! turn (which sends the new message alone) and the direct call (the whole
-//! transcript, the new message last) get the same reply; the third case's
-//! server answers every message alike.
+//! The server answers the newest line of the last user message (less a `Human:`
+//! label), so a resumed turn (which sends the new message alone) and the direct
+//! call (the whole transcript, the new message last) get the same reply; the
+//! third case's server answers every message alike.
 
 use crate::support::clients::Client;
 use crate::support::process::{describe, run};
@@ -74,8 +74,11 @@ impl Way {
         match same_reply {
             true => server.set_reply(|_| "the same reply to every message".to_owned()),
             false => server.set_reply(|r: &LoggedRequest| {
+                // (A continued turn sends the new message without the
+                // `Human:` label the client gave it: docs/conversations.md.)
                 let last = r.last_user_text().unwrap_or_default();
-                format!("noted: {}", last.lines().last().unwrap_or("").trim())
+                let line = last.lines().last().unwrap_or("").trim();
+                format!("noted: {}", line.trim_start_matches("Human: "))
             }),
         }
         let mut sb = Sandbox::real(&server);

@@ -111,3 +111,57 @@ fn a_transcript_replayed_without_p_resumes_in_json() {
         },
     );
 }
+
+/// A positional transcript whose new part starts with `-` (a client that puts
+/// `---` between messages): sent as it is, the real CLI would read it as an
+/// unknown option (`error: unknown option '---…'`). The shim puts it after a
+/// `--`, so each turn resumes and the model gets each message once — with and
+/// without `-p`.
+#[test]
+fn a_new_part_that_starts_with_a_dash_is_still_the_prompt() {
+    for print in [true, false] {
+        let mut w = world();
+        let mut turns: Vec<String> = Vec::new();
+        for k in 1..=3 {
+            let mut parts = vec!["Rules: be brief.".to_owned()];
+            for (u, a) in &w.history {
+                parts.push(u.clone());
+                parts.push(format!("Assistant: {a}"));
+            }
+            parts.push(format!("Question {k}."));
+            let prompt = parts.join("\n---\n");
+            let args: &[&str] = if print { &["-p"] } else { &[] };
+            let out = call(&w, args, &prompt);
+            assert!(
+                out.status.success(),
+                "print {print}, turn {k}: {}\n{}",
+                describe(&out),
+                w.log()
+            );
+            assert!(out.stderr.is_empty(), "{}", describe(&out));
+            let users = w.server.last_main().expect("a request").user_texts();
+            assert_eq!(
+                users.iter().filter(|t| t.contains("Question 1.")).count(),
+                1,
+                "print {print}, turn {k}: {users:?}"
+            );
+            w.history.push((
+                format!("Question {k}."),
+                String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+            ));
+            turns.push(users.last().cloned().unwrap_or_default());
+        }
+        let kinds: Vec<String> = w.runs().into_iter().map(|r| r.kind).collect();
+        assert_eq!(
+            kinds,
+            ["fresh", "resumed", "resumed"],
+            "print {print}: {}",
+            w.log()
+        );
+        assert!(
+            turns[1].starts_with('-'),
+            "the new part starts with a dash: {turns:?}"
+        );
+        w.assert_no_shim_errors();
+    }
+}

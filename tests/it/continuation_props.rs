@@ -35,6 +35,9 @@ struct Renderer {
     closing: bool,
     /// One stream-json message, one text block per message.
     blocks: bool,
+    /// As text, `claude PROMPT` without `-p` (stdout not a terminal: the CLI
+    /// prints; issue 39, item 1).
+    without_p: bool,
     /// Marks that open and close every message (`[` `User: q` `]`).
     wrap: Option<(String, String)>,
 }
@@ -105,6 +108,7 @@ fn renderer() -> impl Strategy<Value = Renderer> {
         any::<bool>(),
         prop::bool::weighted(0.25),
         wrap(),
+        prop::bool::weighted(0.25),
     )
         .prop_map(
             |(
@@ -117,6 +121,7 @@ fn renderer() -> impl Strategy<Value = Renderer> {
                 closing,
                 blocks,
                 wrap,
+                without_p,
             )| {
                 // Marks around messages whose labels stand inline.
                 let own_line = [&user, &assistant]
@@ -135,6 +140,7 @@ fn renderer() -> impl Strategy<Value = Renderer> {
                     closing: closing && wrap.is_none(),
                     blocks,
                     wrap,
+                    without_p: without_p && !blocks,
                 }
             },
         )
@@ -182,9 +188,10 @@ impl Renderer {
     }
 
     /// argv and stdin of a turn.
-    fn invocation(&self, history: &[(String, String)], current: &str) -> (Vec<&str>, Vec<u8>) {
+    fn invocation(&self, history: &[(String, String)], current: &str) -> (Vec<String>, Vec<u8>) {
         match self.blocks {
-            false => (vec!["-p"], self.text(history, current).into_bytes()),
+            false if self.without_p => (vec![self.text(history, current)], Vec::new()),
+            false => (vec!["-p".into()], self.text(history, current).into_bytes()),
             true => {
                 let blocks: Vec<_> = self
                     .parts(history, current)
@@ -193,14 +200,16 @@ impl Renderer {
                     .collect();
                 let line = json!({"type": "user", "message": {"role": "user", "content": blocks}});
                 (
-                    vec![
+                    [
                         "-p",
                         "--input-format",
                         "stream-json",
                         "--output-format",
                         "stream-json",
                         "--verbose",
-                    ],
+                    ]
+                    .map(String::from)
+                    .to_vec(),
                     format!("{line}\n").into_bytes(),
                 )
             }
@@ -363,6 +372,7 @@ fn marks_that_appear_once_a_message_is_history_resume() {
                 closing: false,
                 blocks,
                 wrap: None,
+                without_p: false,
             };
             let w = Sandbox::new();
             let mut history: Vec<(String, String)> = Vec::new();
@@ -405,6 +415,7 @@ fn explain_and_log_name_the_rule() {
         closing: false,
         blocks: false,
         wrap: None,
+        without_p: false,
     };
     let mut history: Vec<(String, String)> = Vec::new();
     for k in 1..=2 {
