@@ -162,8 +162,17 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
 fn aligned(e: &Earlier<'_>, before: &str, after: &str) -> bool {
     let earlier = e.prompt;
     let learned = Marks::learned(before, e.turns);
-    let label_ok = |glue: &str| {
-        reply_label_ok(glue, e) || learned.as_ref().is_some_and(|m| m.labels_reply(glue))
+    // A learned mark before the reply counts only where the message before
+    // it got a learned user mark now that it is history (the shape these
+    // marks are learned for): a word put before a reply, beside a message
+    // that kept its label, is not the structure (a preamble's first word can
+    // look like a mark).
+    let label_ok = |glue: &str, relabelled_to: Option<&str>| {
+        reply_label_ok(glue, e)
+            || learned.as_ref().is_some_and(|m| {
+                m.labels_reply(glue)
+                    && relabelled_to.is_some_and(|l| m.users.iter().any(|u| u == l))
+            })
     };
     // A label changed once the earlier prompt holds replies must be one the
     // client uses: the new one labels other messages too, or the old one
@@ -231,13 +240,14 @@ fn matches_with_glue(
     a: &str,
     b: &str,
     at_line_start: bool,
-    label_ok: &dyn Fn(&str) -> bool,
+    // (the glue before the reply; the message's new label, where it changed)
+    label_ok: &dyn Fn(&str, Option<&str>) -> bool,
     relabel: &dyn Fn(&str, &str) -> bool,
 ) -> bool {
     if a.trim().is_empty() {
         return is_glue(b, GLUE_BYTES, GLUE_WORDS)
             && (at_line_start || starts_a_line(b))
-            && label_ok(b);
+            && label_ok(b, None);
     }
     // `b` = label + message + glue: try every glue length at the end.
     let mut g = 0;
@@ -255,7 +265,7 @@ fn matches_with_glue(
             let relabelled = old_label != new_label;
             if message.chars().any(char::is_alphanumeric)
                 && starts_a_line(glue)
-                && label_ok(glue)
+                && label_ok(glue, relabelled.then_some(new_label))
                 && is_glue(old_label, LABEL_BYTES, LABEL_WORDS)
                 && is_glue(new_label, LABEL_BYTES, LABEL_WORDS)
                 && (!relabelled || relabel(old_label, new_label))
@@ -793,6 +803,17 @@ mod tests {
         let now =
             "You are terse.\n\nu please consider <c.1> and answer\n\na reply 1 to c.1\n\nnext";
         assert!(continues(now, &e).is_some());
+        // A word put before the reply, the message unmarked: the preamble's
+        // first word is no user mark (an edited reply: `Not safe…`).
+        let prev = "You are terse.\nis /var/log/old safe to delete? <c.1>";
+        let safe = ["safe to delete.".to_owned()];
+        let e1 = Earlier {
+            prompt: prev,
+            replies: &safe,
+            turns: 1,
+        };
+        let now = "You are terse.\nis /var/log/old safe to delete? <c.1>\nNot safe to delete.\nok so delete it <c.2>";
+        assert_eq!(continues(now, &e1), None, "an edited reply");
         let prev = "You are terse.\n\nplease consider <c.1>\na b";
         let e = Earlier {
             prompt: prev,

@@ -89,6 +89,14 @@ impl Content<'_> {
 }
 
 impl Content<'_> {
+    /// Blocks other than text (images, documents, tool results).
+    pub fn others(&self) -> usize {
+        match self {
+            Content::Text(_) => 0,
+            Content::Blocks(blocks) => blocks.iter().filter(|b| b.kind != "text").count(),
+        }
+    }
+
     /// Blocks that call a tool (the CLI's, or the server's).
     pub fn tool_calls(&self) -> usize {
         match self {

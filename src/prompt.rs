@@ -376,10 +376,14 @@ pub fn user_line_messages(lines: &[&[u8]]) -> Option<Vec<Value>> {
 fn user_line(line: &[u8]) -> Option<Option<String>> {
     match Event::parse(line)? {
         // Several text blocks read as one text, a blank line between them
-        // (a client may send a preamble block, then a block per turn).
+        // (a client may send a preamble block, then a block per turn). With
+        // an image or another block among them, which message that block
+        // belongs to is not known: a resume would send it again, or keep one
+        // the caller took out. No text then: the turn runs as asked.
         Event::User(u) => Some(match u.message.content.texts()[..] {
             [] => None,
             [only] => Some(only.to_owned()),
+            [_, _, ..] if u.message.content.others() > 0 => None,
             ref several => Some(several.join("\n\n")),
         }),
         _ => None,
@@ -619,6 +623,11 @@ mod tests {
             (
                 r#"{"type":"user","message":{"content":[{"type":"text","text":"x"},{"type":"text","text":"y"}]}}"#,
                 Some("x\n\ny"),
+            ),
+            // Several texts and an image: whose image is not known.
+            (
+                r#"{"type":"user","message":{"content":[{"type":"text","text":"x"},{"type":"image","source":{}},{"type":"text","text":"y"}]}}"#,
+                None,
             ),
             (r#"{"type":"user","message":{"content":[]}}"#, None),
             ("not json", None),

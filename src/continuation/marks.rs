@@ -8,9 +8,10 @@ pub(super) const OPENERS: &[char] = &['[', '(', '{', '"', '\'', '«', '“', '�
 /// learned from the prompt's structure: the reply the shim captured stands
 /// on a line after such a mark, and the lines up to it that begin with it or
 /// with one other mark alternate — the other first, one of each per earlier
-/// turn. A client that marks a message only once it is history (`q` at turn
-/// 1, `u q` at turn 2) is then seen through, where a word put before an
-/// earlier message is not: the two marks are drawn alike ([`same_shape`]).
+/// turn. They count only for a client that marks a message once it is
+/// history (`q` at turn 1, `u q` at turn 2): the message before the reply
+/// must have gained the user's mark. A word put before an earlier message is
+/// not taken for one: the two marks are drawn alike ([`same_shape`]).
 /// (At turn 2 an edit that puts a word of the mark's shape before the
 /// message, `i please…` beside `a reply`, would pass for the mark.)
 #[derive(Debug)]

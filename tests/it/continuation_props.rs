@@ -35,8 +35,8 @@ struct Renderer {
     closing: bool,
     /// One stream-json message, one text block per message.
     blocks: bool,
-    /// As text, `claude PROMPT` without `-p` (stdout not a terminal: the CLI
-    /// prints; issue 39, item 1).
+    /// Without `-p` (stdout not a terminal: the CLI prints; issue 39, item
+    /// 1): as text, `claude PROMPT`; in blocks, stream-json on stdin.
     without_p: bool,
     /// Marks that open and close every message (`[` `User: q` `]`).
     wrap: Option<(String, String)>,
@@ -123,6 +123,18 @@ fn renderer() -> impl Strategy<Value = Renderer> {
                 wrap,
                 without_p,
             )| {
+                // Marks that look like words are learned only where each
+                // message gains its mark once it is history (issue 39).
+                let words = |l: &str| {
+                    let w = l.trim_end_matches(' ');
+                    l.ends_with(' ')
+                        && (1..=3).contains(&w.len())
+                        && w.chars().all(|c| c.is_ascii_lowercase())
+                };
+                let (newest, first_bare) = match words(&user) && words(&assistant) {
+                    true => (Some(String::new()), true),
+                    false => (newest, first_bare),
+                };
                 // Marks around messages whose labels stand inline.
                 let own_line = [&user, &assistant]
                     .into_iter()
@@ -140,7 +152,7 @@ fn renderer() -> impl Strategy<Value = Renderer> {
                     closing: closing && wrap.is_none(),
                     blocks,
                     wrap,
-                    without_p: without_p && !blocks,
+                    without_p,
                 }
             },
         )
@@ -208,8 +220,10 @@ impl Renderer {
                         "stream-json",
                         "--verbose",
                     ]
+                    .into_iter()
+                    .skip(usize::from(self.without_p))
                     .map(String::from)
-                    .to_vec(),
+                    .collect(),
                     format!("{line}\n").into_bytes(),
                 )
             }
