@@ -16,7 +16,7 @@ use crate::support::turns::{ack, context, shim, tag};
 use crate::support::Sandbox;
 use claude_shim::continuation::{continues, Earlier};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
 
 /// How one client renders its transcript.
@@ -329,36 +329,46 @@ fn edits_other_conversations_and_quotations_never_continue() {
         .unwrap();
 }
 
+/// `TURNS` turns of `r` through the shim and the fake CLI, in a sandbox of
+/// their own: every reply the one the whole transcript gets without the shim
+/// (the fake acknowledges each user message it saw: history twice would
+/// show). The runs' kinds and the sandbox's context, or what went wrong.
+fn converse(r: &Renderer) -> Result<(Vec<String>, String), String> {
+    let w = Sandbox::new();
+    let mut history: Vec<(String, String)> = Vec::new();
+    for k in 1..=TURNS {
+        let current = message("c", k);
+        let (args, stdin) = r.invocation(&history, &current);
+        let mut cmd = shim(&w);
+        cmd.args(&args);
+        let ran = run(cmd, Input::Bytes(stdin));
+        if !ran.status.success() {
+            return Err(format!("turn {k} of {r:?}: {}\n{}", ran.err(), context(&w)));
+        }
+        let reply = r.reply(&ran.stdout);
+        let seen: Vec<String> = (1..=k).map(|i| tag("c", i)).collect();
+        if reply != ack(&seen) {
+            return Err(format!("turn {k} of {r:?}: {reply:?}\n{}", context(&w)));
+        }
+        history.push((current, reply));
+    }
+    let kinds = runs(&w).into_iter().map(|r| r.kind).collect();
+    Ok((kinds, context(&w)))
+}
+
 /// Through the shim and the fake CLI: a sample of generated renderers, each
-/// for `TURNS` turns. Turns 2..N resume, and every reply is the one the
-/// whole transcript gets without the shim (the fake acknowledges each user
-/// message it saw: history twice would show).
+/// for `TURNS` turns ([`converse`]). Turns 2..N resume.
 #[test]
 fn generated_renderers_resume_through_the_shim() {
     let mut runner = TestRunner::new(Config::with_cases(24));
     let tried = std::cell::Cell::new(0);
     runner
         .run(&renderer(), |r| {
-            let w = Sandbox::new();
-            let mut history: Vec<(String, String)> = Vec::new();
-            for k in 1..=TURNS {
-                let current = message("c", k);
-                let (args, stdin) = r.invocation(&history, &current);
-                let mut cmd = shim(&w);
-                cmd.args(&args);
-                let ran = run(cmd, Input::Bytes(stdin));
-                prop_assert!(ran.status.success(), "{}\n{}", ran.err(), context(&w));
-                let reply = r.reply(&ran.stdout);
-                let seen: Vec<String> = (1..=k).map(|i| tag("c", i)).collect();
-                prop_assert_eq!(&reply, &ack(&seen), "turn {} of {:?}", k, r);
-                history.push((current, reply));
-            }
-            let kinds: Vec<String> = runs(&w).into_iter().map(|r| r.kind).collect();
+            let (kinds, context) = converse(&r).map_err(TestCaseError::fail)?;
             tried.set(tried.get() + 1);
             prop_assert!(
                 kinds[1..].iter().all(|k| k == "resumed"),
-                "{r:?}: {kinds:?}\n{}",
-                context(&w)
+                "{r:?}: {kinds:?}\n{context}"
             );
             Ok(())
         })
@@ -373,7 +383,14 @@ fn generated_renderers_resume_through_the_shim() {
 /// message, and as plain text; through the shim and the fake CLI.
 #[test]
 fn marks_that_appear_once_a_message_is_history_resume() {
-    for (user, assistant) in [("› ", "● "), ("U ", "A "), ("> ", "• ")] {
+    let pairs = [
+        ("› ", "● "),
+        ("U ", "A "),
+        ("> ", "• "),
+        ("u ", "a "),
+        ("me ", "ai "),
+    ];
+    for (user, assistant) in pairs {
         for blocks in [true, false] {
             let r = Renderer {
                 user: user.into(),
@@ -388,26 +405,11 @@ fn marks_that_appear_once_a_message_is_history_resume() {
                 wrap: None,
                 without_p: false,
             };
-            let w = Sandbox::new();
-            let mut history: Vec<(String, String)> = Vec::new();
-            for k in 1..=TURNS {
-                let current = message("c", k);
-                let (args, stdin) = r.invocation(&history, &current);
-                let mut cmd = shim(&w);
-                cmd.args(&args);
-                let ran = run(cmd, Input::Bytes(stdin));
-                assert!(ran.status.success(), "{}\n{}", ran.err(), context(&w));
-                let reply = r.reply(&ran.stdout);
-                let seen: Vec<String> = (1..=k).map(|i| tag("c", i)).collect();
-                assert_eq!(reply, ack(&seen), "turn {k} of {r:?}\n{}", context(&w));
-                history.push((current, reply));
-            }
-            let kinds: Vec<String> = runs(&w).into_iter().map(|r| r.kind).collect();
+            let (kinds, context) = converse(&r).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(
                 kinds,
                 ["fresh", "resumed", "resumed", "resumed"],
-                "{r:?}\n{}",
-                context(&w)
+                "{r:?}\n{context}"
             );
         }
     }
