@@ -161,7 +161,14 @@ pub fn continues(prompt: &str, earlier: &Earlier<'_>) -> Option<Continues> {
 /// glue, and `after` ends as the earlier prompt did.
 fn aligned(e: &Earlier<'_>, before: &str, after: &str) -> bool {
     let earlier = e.prompt;
-    let learned = Marks::learned(before, e.turns);
+    // Learned only when a label is not one on its own look (a scan of the
+    // prompt's lines, done at most once per place tried).
+    let learned = std::cell::OnceCell::new();
+    let learned = || {
+        learned
+            .get_or_init(|| Marks::learned(before, e.turns))
+            .as_ref()
+    };
     // A learned mark before the reply counts only where the message before
     // it got a learned user mark now that it is history (the shape these
     // marks are learned for): a word put before a reply, beside a message
@@ -169,7 +176,7 @@ fn aligned(e: &Earlier<'_>, before: &str, after: &str) -> bool {
     // look like a mark).
     let label_ok = |glue: &str, relabelled_to: Option<&str>| {
         reply_label_ok(glue, e)
-            || learned.as_ref().is_some_and(|m| {
+            || learned().is_some_and(|m| {
                 m.labels_reply(glue)
                     && relabelled_to.is_some_and(|l| m.users.iter().any(|u| u == l))
             })
@@ -211,9 +218,7 @@ fn aligned(e: &Earlier<'_>, before: &str, after: &str) -> bool {
                         (relabel_ok(old, new, at_line_start) && relabel_seen(old, new))
                             || (at_line_start
                                 && (unwrapped(old, new).0.is_empty() || label_shaped(old))
-                                && learned
-                                    .as_ref()
-                                    .is_some_and(|m| m.users.iter().any(|u| u == new)))
+                                && learned().is_some_and(|m| m.users.iter().any(|u| u == new)))
                     },
                 )
         })
