@@ -838,19 +838,32 @@ fn last_logged_why(w: &World) -> String {
     v["turns"][0]["why"].as_str().unwrap_or_default().to_owned()
 }
 
-/// A router keeps one Python Agent SDK session (one CLI) and sends each call's whole
-/// transcript as the next message. Without the shim the model gets k copies of the
-/// first message at turn k; through it, each message once (cold, or in a live CLI:
-/// `warm`: its first message a transcript the shim reads, `Human: …` labels), and the
-/// client gets the same messages. With `edit`, the transcripts hold each reply with a
-/// byte added: nothing is cut, the model gets what it gets without the shim.
-fn router_session(sdk: Sdk, warm: bool, edit: bool) {
-    router_session_with(sdk, warm, edit, false)
+/// How a router test runs (see [`router_session`]).
+#[derive(Clone, Copy, Default)]
+struct Router {
+    /// In a live CLI: its first message a transcript the shim reads (`Human: …`).
+    warm: bool,
+    /// Each replayed reply with a byte added: nothing may be cut.
+    edit: bool,
+    /// No `[System: …]` line: the first message holds no `]` (the `]` after a
+    /// reply closes the `[` of its label).
+    bare: bool,
+    /// `CLAUDE_SHIM_RESEND=keep` through the shim: nothing is cut.
+    kept: bool,
 }
 
-/// [`router_session`]; `bare`: no `[System: …]` line, so the first message holds
-/// no `]` (the `]` after a reply closes the `[` of its label).
-fn router_session_with(sdk: Sdk, warm: bool, edit: bool, bare: bool) {
+/// A router keeps one Agent SDK session (one CLI) and sends each call's whole
+/// transcript as the next message. Without the shim the model gets k copies of the
+/// first message at turn k; through it, each message once (cold, or in a live CLI),
+/// and the client gets the same messages. With `edit` or `kept` nothing is cut: the
+/// model gets what it gets without the shim.
+fn router_session(sdk: Sdk, r: Router) {
+    let Router {
+        warm,
+        edit,
+        bare,
+        kept,
+    } = r;
     let n = 4;
     let (first, label) = match (warm, bare) {
         (true, _) => ("Human: message 1", "Human: "),
@@ -871,7 +884,10 @@ fn router_session_with(sdk: Sdk, warm: bool, edit: bool, bare: bool) {
     };
     let direct = newest_line_world();
     let (d_turns, d_msgs) = client(&direct, &direct.sb.real_bin.join("claude"));
-    let shimmed = newest_line_world();
+    let mut shimmed = newest_line_world();
+    if kept {
+        shimmed.sb.set_env("CLAUDE_SHIM_RESEND", "keep");
+    }
     if warm {
         // Two starts teach the shim the answer to `initialize`.
         shimmed.run_client(sdk, "replay", 2, "an earlier question {k}");
@@ -901,7 +917,7 @@ fn router_session_with(sdk: Sdk, warm: bool, edit: bool, bare: bool) {
     let k_copies: Vec<usize> = (1..=n).collect();
     assert_eq!(copies_of_first(&direct), k_copies);
     let why = last_logged_why(&shimmed);
-    if edit {
+    if edit || kept {
         assert_eq!(copies_of_first(&shimmed), k_copies, "{}", shimmed.context());
         let texts = |w: &World| -> Vec<Vec<String>> {
             let main = w.server.main_requests();
@@ -928,70 +944,81 @@ fn router_session_with(sdk: Sdk, warm: bool, edit: bool, bare: bool) {
 
 #[test]
 fn python_sdk_router_re_sending_its_transcript_reaches_the_model_once() {
-    router_session(Sdk::Python, false, false);
+    router_session(Sdk::Python, Router::default());
 }
 
 #[test]
 fn python_sdk_router_re_sending_its_transcript_reaches_a_live_cli_once() {
-    router_session(Sdk::Python, true, false);
+    router_session(
+        Sdk::Python,
+        Router {
+            warm: true,
+            ..Router::default()
+        },
+    );
 }
 
 #[test]
 fn python_sdk_router_whose_transcript_differs_by_a_byte_passes_unchanged() {
-    router_session(Sdk::Python, false, true);
+    router_session(
+        Sdk::Python,
+        Router {
+            edit: true,
+            ..Router::default()
+        },
+    );
 }
 
 /// The first message holds no `]`: turn 2 is cut as the later ones are (issue 39,
 /// item 3: it was passed whole).
 #[test]
 fn python_sdk_router_whose_first_message_has_no_bracket_is_cut_from_turn_2() {
-    router_session_with(Sdk::Python, false, false, true);
+    router_session(
+        Sdk::Python,
+        Router {
+            bare: true,
+            ..Router::default()
+        },
+    );
 }
 
 #[test]
 fn typescript_sdk_router_re_sending_its_transcript_reaches_the_model_once() {
-    router_session(Sdk::TypeScript, false, false);
+    router_session(Sdk::TypeScript, Router::default());
 }
 
 #[test]
 fn typescript_sdk_router_re_sending_its_transcript_reaches_a_live_cli_once() {
-    router_session(Sdk::TypeScript, true, false);
+    router_session(
+        Sdk::TypeScript,
+        Router {
+            warm: true,
+            ..Router::default()
+        },
+    );
 }
 
 #[test]
 fn typescript_sdk_router_whose_transcript_differs_by_a_byte_passes_unchanged() {
-    router_session(Sdk::TypeScript, false, true);
+    router_session(
+        Sdk::TypeScript,
+        Router {
+            edit: true,
+            ..Router::default()
+        },
+    );
 }
 
 /// `CLAUDE_SHIM_RESEND=keep`: a router's re-sent transcripts pass whole, and the
 /// model gets what it gets without the shim (k copies of the first message at
-/// turn k); `explain` says so.
+/// turn k).
 #[test]
 fn python_sdk_router_with_cutting_switched_off_passes_every_message_whole() {
-    let n = 3;
-    let direct = newest_line_world();
-    let cmd = direct.client(
+    router_session(
         Sdk::Python,
-        "router",
-        n,
-        &direct.sb.real_bin.join("claude"),
-        "message {k}",
+        Router {
+            kept: true,
+            ..Router::default()
+        },
     );
-    let (d_turns, _) = lines(&run(cmd, b""));
-    let mut shimmed = newest_line_world();
-    shimmed.sb.set_env("CLAUDE_SHIM_RESEND", "keep");
-    let cmd = shimmed.client(
-        Sdk::Python,
-        "router",
-        n,
-        &shimmed.sb.shim_claude(),
-        "message {k}",
-    );
-    let (s_turns, _) = lines(&run(cmd, b""));
-    assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
-    let k_copies: Vec<usize> = (1..=n).collect();
-    assert_eq!(copies_of_first(&direct), k_copies);
-    assert_eq!(copies_of_first(&shimmed), k_copies, "{}", shimmed.context());
-    let why = last_logged_why(&shimmed);
-    assert!(!why.contains("re-sent"), "{why}");
 }
