@@ -186,6 +186,12 @@ fn flag(name: &str) -> bool {
     )
 }
 
+/// The model the CLI's environment names (`ANTHROPIC_MODEL`): part of
+/// what moves a turn's cached prefix.
+pub fn cli_model() -> Option<String> {
+    var_os("ANTHROPIC_MODEL").map(|v| v.to_string_lossy().into_owned())
+}
+
 pub fn bypass() -> bool {
     flag(BYPASS)
 }

@@ -129,14 +129,35 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// The cache writes by lifetime, where the API says.
+    #[serde(default, skip_serializing)]
+    pub cache_creation: CacheCreation,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct CacheCreation {
+    #[serde(default)]
+    pub ephemeral_5m_input_tokens: u64,
+    #[serde(default)]
+    pub ephemeral_1h_input_tokens: u64,
 }
 
 impl Usage {
+    /// The turn wrote to the one-hour cache (it lives an hour, not five
+    /// minutes).
+    pub fn one_hour_cache(&self) -> bool {
+        self.cache_creation.ephemeral_1h_input_tokens > 0
+    }
+
     pub fn add(&mut self, o: &Usage) {
         self.input_tokens += o.input_tokens;
         self.cache_creation_input_tokens += o.cache_creation_input_tokens;
         self.cache_read_input_tokens += o.cache_read_input_tokens;
         self.output_tokens += o.output_tokens;
+        self.cache_creation.ephemeral_5m_input_tokens +=
+            o.cache_creation.ephemeral_5m_input_tokens;
+        self.cache_creation.ephemeral_1h_input_tokens +=
+            o.cache_creation.ephemeral_1h_input_tokens;
     }
 }
 

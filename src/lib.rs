@@ -13,8 +13,8 @@
 //! - front ends: `shim`, `cli`
 //! - turn: `turn`
 //! - services: `warm`, `fleet`, `store`, `probe`, `runner`
-//! - domain: `invocation`, `dialect`, `continuation`, `identity`, `prompt`, `observe`, `resend`, `cost`, `sessions`, `guard`, `locate`
-//! - leaves: `argv`, `env`, `cli_env`, `events`, `text`, `platform`, `data_dir`, `log`, `whole_file`
+//! - domain: `cache_miss`, `invocation`, `dialect`, `continuation`, `identity`, `prompt`, `observe`, `resend`, `cost`, `sessions`, `guard`, `locate`
+//! - leaves: `argv`, `env`, `cli_env`, `events`, `text`, `platform`, `data_dir`, `log`, `timeline`, `whole_file`
 
 // Front ends.
 /// The management face (`claude-shim …` commands).
@@ -43,6 +43,8 @@ pub mod warm;
 // What a turn is about.
 /// Continuation by content: a prompt that holds an earlier run's prompt and
 /// reply, then something new.
+/// Why a resumed turn missed the prompt cache.
+pub mod cache_miss;
 pub mod continuation;
 /// The call's own cost in the results the caller reads.
 pub mod cost;
@@ -83,5 +85,7 @@ pub mod log;
 pub mod platform;
 /// Shell quoting and durations.
 pub mod text;
+/// When the turn reached its marks (the metrics' histograms).
+pub mod timeline;
 /// Files replaced whole (write beside, rename over).
 pub mod whole_file;

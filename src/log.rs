@@ -30,7 +30,15 @@ pub fn debug(msg: std::fmt::Arguments<'_>) {
 /// Where [`error`] writes, in the data directory.
 pub const ERRORS_LOG: &str = "errors.log";
 
+/// Errors this process logged (the metrics count a turn's).
+static ERRORS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+pub fn errors_logged() -> u64 {
+    ERRORS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub fn error(msg: std::fmt::Arguments<'_>) {
+    ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     debug(msg);
     // Only into a directory the shim would use (never created here): one
     // that another user owns or can write may hold a planted errors.log

@@ -14,6 +14,7 @@ mod id_prefix;
 pub mod init;
 pub mod install;
 mod log;
+pub mod metrics;
 pub mod origin;
 mod output;
 mod pins;
@@ -24,10 +25,10 @@ pub mod session_list;
 mod sessions;
 mod stats;
 mod status;
-mod store_access;
+pub(crate) mod store_access;
 pub(crate) mod style;
 mod tally;
-mod warm;
+pub(crate) mod warm;
 
 pub use command::Run;
 
@@ -80,6 +81,7 @@ enum Command {
     Status(status::Status),
     Stats(stats::Stats),
     Log(log::Log),
+    Metrics(metrics::Metrics),
     Pins(pins::Pins),
     Sessions(sessions::Sessions),
     Forget(forget::Forget),
@@ -141,6 +143,7 @@ pub fn main(args: Vec<OsString>) -> ! {
         Command::Status(c) => c,
         Command::Stats(c) => c,
         Command::Log(c) => c,
+        Command::Metrics(c) => c,
         Command::Pins(c) => c,
         Command::Sessions(c) => c,
         Command::Forget(c) => c,

@@ -209,6 +209,29 @@ pub fn turn_usage(path: &Path, from: u64, copied: &HashSet<String>) -> Option<Us
     Some(total)
 }
 
+/// Whether the records appended to `path` after byte `from` hold a
+/// compaction's boundary.
+pub fn compacted_since(path: &Path, from: u64) -> bool {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if file.seek(SeekFrom::Start(from)).is_err() {
+        return false;
+    }
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
+        }
+        if memchr::memmem::find(&line, b"\"compact_boundary\"").is_some() {
+            return true;
+        }
+    }
+}
+
 /// The message ids of a session's assistant records (what a fork copies).
 pub fn message_ids(path: &Path) -> HashSet<String> {
     let Ok(file) = std::fs::File::open(path) else {

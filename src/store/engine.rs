@@ -13,12 +13,13 @@ use super::prompts::Prompts;
 use super::report::Report;
 use super::runs::Runs;
 use super::scans::Scans;
+use super::totals::Totals;
 use super::transcripts::Fleet;
 use anyhow::Result;
 use std::path::Path;
 
 pub trait Engine:
-    Pins + Prompts + Runs + Attempts + Scans + CapabilityCache + Report + Listing + Send
+    Pins + Prompts + Runs + Attempts + Scans + CapabilityCache + Report + Listing + Totals + Send
 {
     /// Now, in epoch seconds, by this store's clock.
     fn now(&self) -> i64;

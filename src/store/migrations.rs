@@ -81,6 +81,36 @@ const MIGRATIONS: &[&str] = &[
     // another system prompt than the call before it (`cost::system_differs`):
     // the estimate of the saving counts the cached prefix it writes anew.
     "ALTER TABLE runs ADD COLUMN replay_misses_prefix INTEGER;",
+    // 10: metrics (`store::totals`): why a resumed turn missed the prompt
+    // cache, and what moves the cached prefix for the session's next turn
+    // to compare (looked up by session); the running totals a scrape reads,
+    // started from the runs already logged.
+    "ALTER TABLE runs ADD COLUMN cache_miss TEXT;
+     ALTER TABLE runs ADD COLUMN prefix TEXT;
+     CREATE INDEX runs_session ON runs(session, id);
+     CREATE TABLE metric_totals (
+        family TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL,
+        PRIMARY KEY (family, labels)) WITHOUT ROWID;
+     INSERT INTO metric_totals (family, labels, value)
+        SELECT 'claude_shim_turns', 'kind=' || kind || ',engine=' || COALESCE(engine, 'cold'),
+               COUNT(*) FROM runs GROUP BY 2;
+     INSERT INTO metric_totals (family, labels, value)
+        SELECT 'claude_shim_fallbacks', 'reason=' || COALESCE(why_code, 'other'), COUNT(*)
+        FROM runs WHERE kind IN ('fallback', 'unchanged') GROUP BY 2;
+     INSERT INTO metric_totals (family, labels, value)
+        SELECT 'claude_shim_prompt_received_bytes', '', SUM(bytes_in) FROM runs HAVING COUNT(*) > 0;
+     INSERT INTO metric_totals (family, labels, value)
+        SELECT 'claude_shim_prompt_sent_bytes', '', SUM(bytes_sent) FROM runs HAVING COUNT(*) > 0;
+     INSERT INTO metric_totals (family, labels, value)
+        SELECT 'claude_shim_cost_usd', '', SUM(cost_usd) FROM runs WHERE cost_usd >= 0
+        HAVING COUNT(*) > 0;
+     INSERT INTO metric_totals (family, labels, value)
+        SELECT 'claude_shim_tokens', 'type=' || t.ty, SUM(t.n) FROM (
+            SELECT 'input' AS ty, input_tokens AS n FROM runs
+            UNION ALL SELECT 'output', output_tokens FROM runs
+            UNION ALL SELECT 'cacheRead', cache_read_tokens FROM runs
+            UNION ALL SELECT 'cacheCreation', cache_write_tokens FROM runs) t
+        WHERE t.n IS NOT NULL GROUP BY t.ty;",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

@@ -22,6 +22,7 @@ pub mod report;
 pub mod runs;
 pub mod scans;
 pub mod sqlite;
+pub mod totals;
 pub mod transcripts;
 pub mod types;
 

@@ -145,6 +145,8 @@ struct Turn<'t> {
     prompt: &'t Prompt,
     /// The engine a warm launcher uses is known once it runs: the exit says.
     engine: Engine,
+    /// What moves the cached prefix, as the turn's CLI starts.
+    prefix: crate::cache_miss::Prefix,
 }
 
 /// A run about to start: what it runs and why, and its records (its
@@ -199,6 +201,13 @@ pub(super) fn execute(
         key: &key,
         prompt,
         engine: launch.engine(),
+        prefix: super::cache::prefix(
+            ctx.args,
+            env::cli_model().as_deref(),
+            ctx.real,
+            &place.config_dir,
+            &place.cwd,
+        ),
     };
     let kind = kind_of(&plan);
     let head = head_before.clone();
@@ -372,6 +381,20 @@ impl Turn<'_> {
         ran.recorder.at_exit(&finished.observation, succeeded);
         let spent = ran.before.spent(place, &ran.plan, finished);
         let why = self.ctx.why_with_live(&ran.reason.text);
+        let timing = crate::timeline::now();
+        let cache_miss = super::cache::miss(
+            &place.store.lock(),
+            &super::cache::Run {
+                plan: &ran.plan,
+                kind: ran.kind,
+                engine,
+                spent: &spent,
+                prefix: &self.prefix,
+                row: ran.recorder.run_row(),
+                timing: &timing,
+                compacted: &|| ran.before.compacted(place, &ran.plan, finished),
+            },
+        );
         let run = Run {
             cwd: &place.cwd,
             kind: ran.kind,
@@ -385,6 +408,10 @@ impl Turn<'_> {
             conv_key: ran.recorder.conv_key(),
             engine,
             replay_misses_prefix: ran.recorder.replay_misses_prefix(),
+            cache_miss,
+            prefix: Some(&self.prefix),
+            timing: Some(timing),
+            errors: crate::log::errors_logged(),
         };
         // Written ahead when the caller was about to have the reply: completed.
         let logged = match ran.recorder.run_row() {
@@ -453,6 +480,17 @@ impl Before {
             // Only text output needs them (the others print usage).
             copied: Default::default(),
         }
+    }
+
+    /// The CLI compacted the session during the run: its output said so,
+    /// or (output without events) the records it appended hold a boundary.
+    fn compacted(&self, place: &Place, plan: &Plan, f: &Finished) -> bool {
+        if f.observation.compactions > 0 {
+            return true;
+        }
+        self.offset > 0
+            && sessions::find(&place.config_dir, plan.target_session())
+                .is_some_and(|file| sessions::compacted_since(&file, self.offset))
     }
 
     /// What the run spent. Output with a result says so itself; text

@@ -222,6 +222,10 @@ pub fn unchanged(
         conv_key: None,
         engine: launch.engine(),
         replay_misses_prefix: false,
+        cache_miss: None,
+        prefix: None,
+        timing: Some(crate::timeline::now()),
+        errors: crate::log::errors_logged(),
     };
     // Store trouble is why some of these ran unchanged: never fail on it.
     if reason.code != "store-unavailable" {

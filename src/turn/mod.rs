@@ -18,6 +18,7 @@
 //! argv and input, and so does a panic in the shim's own logic.
 
 pub mod attempt;
+mod cache;
 mod caller_side;
 pub mod content;
 mod execute;

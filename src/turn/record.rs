@@ -404,6 +404,11 @@ impl Recorder {
             conv_key: self.conv_key(),
             engine: d.engine,
             replay_misses_prefix: self.replay_misses_prefix(),
+            // Known at its end (`end_run` writes the row anew).
+            cache_miss: None,
+            prefix: None,
+            timing: None,
+            errors: 0,
         };
         match self.store.lock().begin_run(&run) {
             Ok(id) => st.run = Some(id),

@@ -167,6 +167,27 @@ pub enum Miss {
     NoStoreConnection,
 }
 
+impl Miss {
+    /// A code for the metrics' `reason` label (no figures in it).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Miss::BadRequest => "bad-request",
+            Miss::OtherBuild => "other-build",
+            Miss::Draining => "draining",
+            Miss::Busy => "busy",
+            Miss::InUse => "in-use",
+            Miss::NoLiveProcess => "no-live-process",
+            Miss::NoRoom(Room::Count { .. }) => "no-room-count",
+            Miss::NoRoom(Room::Memory { .. }) => "no-room-memory",
+            Miss::NoRoom(Room::MachineShort) => "no-room-machine",
+            Miss::SpawnFailed(_) => "spawn-failed",
+            Miss::Ending => "ending",
+            Miss::NoReadyCli => "no-ready-cli",
+            Miss::NoStoreConnection => "no-store-connection",
+        }
+    }
+}
+
 /// The bound a new live CLI would go past.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(rename_all = "kebab-case")]
@@ -190,6 +211,59 @@ pub struct Status {
     pub memory: u64,
     pub ttl_secs: u64,
     pub live: Vec<Live>,
+    /// Since the keeper started (a keeper of an older build sends none).
+    #[serde(default)]
+    pub counters: Counters,
+}
+
+/// What the keeper did since it started, for `claude-shim metrics`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Live CLIs lent to a turn.
+    pub lends: u64,
+    /// Turns it lent nothing, by [`Miss::code`].
+    pub misses: std::collections::BTreeMap<String, u64>,
+    /// CLIs it started (live or ready).
+    pub started: u64,
+    /// CLIs that ended, by [`End`].
+    pub ended: std::collections::BTreeMap<String, u64>,
+}
+
+/// Why a live CLI ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// Idle past the keeper's TTL (or started ready and never taken).
+    Ttl,
+    /// Ended to make room under the count or memory bound.
+    Room,
+    /// Its conversation's turn came with another fingerprint (environment,
+    /// files, flags) or someone else wrote its session.
+    Changed,
+    /// It printed or exited while idle, or its turn went wrong.
+    Unwell,
+    /// Its caller hung up mid-turn.
+    Abandoned,
+    /// `claude-shim warm stop`, or a new shim build.
+    Stopped,
+    /// It exited by itself, with an error or a signal.
+    Crashed,
+    /// It exited by itself, cleanly.
+    Exited,
+}
+
+impl End {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::Ttl => "ttl",
+            End::Room => "room",
+            End::Changed => "fingerprint",
+            End::Unwell => "unwell",
+            End::Abandoned => "abandoned",
+            End::Stopped => "stopped",
+            End::Crashed => "crash",
+            End::Exited => "exited",
+        }
+    }
 }
 
 /// What a live CLI is doing.

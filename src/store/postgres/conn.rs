@@ -359,7 +359,8 @@ macro_rules! arg {
     };
 }
 arg!(&str => TEXT, String => TEXT, i64 => INT8, i32 => INT4, bool => BOOL,
-     f64 => FLOAT8, &[u8] => BYTEA, Vec<u8> => BYTEA);
+     f64 => FLOAT8, &[u8] => BYTEA, Vec<u8> => BYTEA, Vec<String> => TEXT_ARRAY,
+     Vec<f64> => FLOAT8_ARRAY);
 
 impl<T: Arg> Arg for Option<T> {
     const TYPE: Type = T::TYPE;

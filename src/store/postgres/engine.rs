@@ -16,7 +16,9 @@ use crate::store::pins::{Elsewhere, Lease, NewPin, Ownership, Pin, Pins};
 use crate::store::prompts::{Kept, Prompted, Prompts, CANDIDATES, HEAD, MAX_PROMPT};
 use crate::store::report::{Health, LogRow, PinRow, Removed, Report, RunRow};
 use crate::store::runs::{Run, Runs};
+use crate::cache_miss::Previous;
 use crate::store::scans::Scans;
+use crate::store::totals::{Total, Totals};
 use crate::store::sqlite::LocalTime;
 use crate::store::transcripts::{Chunk, Fleet};
 use anyhow::Result;
@@ -33,14 +35,24 @@ pub struct Shared {
     clock: Clock,
     /// A turn's copy of the capabilities, in its data dir.
     host: Option<HostCopy>,
+    /// Whose running totals this process adds to and reads: the host and
+    /// its data dir (two replicas may share a host).
+    replica: String,
 }
 
 impl Shared {
     pub fn new(pg: Pg, local: Option<DataDir>) -> Shared {
+        let dir = local.as_ref().map(|d| d.path().as_os_str().as_encoded_bytes());
+        let replica = format!(
+            "{}:{}",
+            pg.host,
+            crate::cache_miss::part(dir.into_iter())
+        );
         Shared {
             pg: RefCell::new(pg),
             clock: std::sync::Arc::new(now),
             host: local.map(HostCopy),
+            replica,
         }
     }
 
@@ -195,7 +207,7 @@ impl Prompts for Shared {
 }
 impl Runs for Shared {
     fn log_run(&self, run: &Run<'_>) -> Result<()> {
-        self.pg().log_run(run, self.now())
+        self.pg().log_run(run, self.now(), &self.replica)
     }
 
     fn begin_run(&self, run: &Run<'_>) -> Result<i64> {
@@ -203,13 +215,27 @@ impl Runs for Shared {
     }
 
     fn end_run(&self, id: i64, run: &Run<'_>) -> Result<()> {
-        self.pg().end_run(id, run, self.now())
+        self.pg().end_run(id, run, self.now(), &self.replica)
     }
 
     fn run_counts(&self) -> Result<Vec<(String, i64)>> {
         self.pg().run_counts()
     }
 }
+impl Totals for Shared {
+    fn totals(&self) -> Result<Vec<Total>> {
+        self.pg().totals(&self.replica)
+    }
+
+    fn previous_run(&self, session: &str, except: Option<i64>) -> Result<Option<Previous>> {
+        self.pg().previous_run(session, except)
+    }
+
+    fn cli_versions(&self) -> Result<Vec<String>> {
+        self.pg().cli_versions()
+    }
+}
+
 impl Attempts for Shared {
     fn start_attempt(
         &self,

@@ -93,6 +93,17 @@ const MIGRATIONS: &[&str] = &[
      CREATE INDEX pins_prompted ON pins(scope, id) WHERE prompt IS NOT NULL;",
     // 5: the replay's system prompt differs from the call before (SQLite step 9).
     "ALTER TABLE runs ADD COLUMN replay_misses_prefix BOOLEAN;",
+    // 6: metrics (SQLite step 10), the running totals kept per replica
+    // (`replica`: the host and its data dir) so that each scrape counts a
+    // turn once. They start at this step: runs logged before it name a
+    // host, not a replica.
+    "ALTER TABLE runs ADD COLUMN cache_miss TEXT;
+     ALTER TABLE runs ADD COLUMN prefix TEXT;
+     CREATE INDEX runs_session ON runs(session, at);
+     CREATE TABLE metric_totals (
+        replica TEXT NOT NULL, family TEXT NOT NULL, labels TEXT NOT NULL,
+        value DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (replica, family, labels));",
 ];
 
 pub const COUNT: usize = MIGRATIONS.len();

@@ -95,8 +95,12 @@ impl Pg {
             conv_key: None,
             engine: crate::store::types::runs::Engine::Cold,
             replay_misses_prefix: false,
+            cache_miss: None,
+            prefix: None,
+            timing: None,
+            errors: 0,
         };
-        self.log_run(&run, 0)?;
+        self.log_run(&run, 0, S)?;
         self.mark_draining(S)?;
         self.append_transcript(S, 0, b"{}\n", 0)?;
         // Its advisory lock is the session's, not the transaction's.

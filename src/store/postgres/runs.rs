@@ -4,15 +4,88 @@ use super::conn::{call, owned, Pg, Typed};
 use crate::events::Usage;
 use crate::identity::Node;
 use crate::store::types::attempts::{AttemptRow, Outcome};
+use crate::cache_miss::{Prefix, Previous};
+use crate::store::totals::{self, Total};
 use crate::store::types::runs::Run;
 use anyhow::Result;
 
 impl Pg {
     /// Queued (see [`Pg::defer`]): a turn logs its run after the caller has
     /// everything, and nothing waits for the row.
-    pub fn log_run(&mut self, run: &Run<'_>, now: i64) -> Result<()> {
+    pub fn log_run(&mut self, run: &Run<'_>, now: i64, replica: &str) -> Result<()> {
         self.queue_run(None, run, now);
+        self.queue_totals(replica, &totals::deltas(run, "postgres"));
         Ok(())
+    }
+
+    /// Queued: a turn's deltas added to its replica's running totals, in
+    /// one statement (sorted, so turns at once lock rows in one order).
+    fn queue_totals(&mut self, replica: &str, deltas: &[totals::Delta]) {
+        if deltas.is_empty() {
+            return;
+        }
+        self.defer(
+            "adding to the metrics' totals",
+            "INSERT INTO metric_totals (replica, family, labels, value)
+             SELECT $1, f, l, v FROM unnest($2::text[], $3::text[], $4::float8[]) AS t(f, l, v)
+             ON CONFLICT (replica, family, labels)
+             DO UPDATE SET value = metric_totals.value + EXCLUDED.value",
+            vec![
+                owned(replica.to_owned()),
+                owned(deltas.iter().map(|d| d.family.to_owned()).collect::<Vec<_>>()),
+                owned(deltas.iter().map(|d| d.labels.clone()).collect::<Vec<_>>()),
+                owned(deltas.iter().map(|d| d.value).collect::<Vec<_>>()),
+            ],
+        );
+    }
+
+    pub fn totals(&mut self, replica: &str) -> Result<Vec<Total>> {
+        let replica = replica.to_owned();
+        let rows = call!(self, "reading the metrics' totals", |c| {
+            c.q(
+                "SELECT family, labels, value FROM metric_totals WHERE replica = $1",
+                &[&replica],
+            )
+            .await
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| Total {
+                family: r.get(0),
+                labels: r.get(1),
+                value: r.get(2),
+            })
+            .collect())
+    }
+
+    pub fn cli_versions(&mut self) -> Result<Vec<String>> {
+        let rows = call!(self, "reading the CLI versions", |c| {
+            c.q(
+                "SELECT DISTINCT version FROM capabilities ORDER BY version",
+                &[],
+            )
+            .await
+        })?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    pub fn previous_run(&mut self, session: &str, except: Option<i64>) -> Result<Option<Previous>> {
+        let (session, except) = (session.to_owned(), except.unwrap_or(0));
+        let row = call!(self, "reading the session's previous run", |c| {
+            c.q_opt(
+                "SELECT at, prefix FROM runs WHERE session = $1 AND id <> $2
+                 ORDER BY at DESC, id DESC LIMIT 1",
+                &[&session, &except],
+            )
+            .await
+        })?;
+        Ok(row.map(|r| Previous {
+            ended_at: r.get(0),
+            prefix: r
+                .get::<_, Option<String>>(1)
+                .as_deref()
+                .and_then(Prefix::from_stored),
+        }))
     }
 
     /// As [`Pg::log_run`], for its id (see `Store::begin_run`): the id is
@@ -38,10 +111,10 @@ impl Pg {
             "INSERT INTO runs (id, at, cwd, kind, exit, bytes_in, bytes_sent, input_tokens,
                 cache_write_tokens, cache_read_tokens, output_tokens, cost_usd, session,
                 why_code, why, total_cost_usd, usage_from, conv_key, engine, host,
-                replay_misses_prefix)
+                replay_misses_prefix, cache_miss, prefix)
              VALUES (COALESCE($20, nextval(pg_get_serial_sequence('runs', 'id'))),
                      $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                     $16, $17, $18, $19, $21)",
+                     $16, $17, $18, $19, $21, $22, $23)",
             vec![
                 owned(now),
                 owned(run.cwd.to_owned()),
@@ -64,19 +137,21 @@ impl Pg {
                 owned(self.host.clone()),
                 owned(id),
                 owned(run.replay_misses_prefix),
+                owned(run.cache_miss.map(|m| m.as_str().to_owned())),
+                owned(run.prefix.map(|p| p.to_stored())),
             ],
         );
     }
 
     /// Queued: completes a row [`Pg::begin_run`] wrote (replaced by the
     /// whole row, timed now; both statements go in one round trip).
-    pub fn end_run(&mut self, id: i64, run: &Run<'_>, now: i64) -> Result<()> {
+    pub fn end_run(&mut self, id: i64, run: &Run<'_>, now: i64, replica: &str) -> Result<()> {
         self.defer(
             "completing the run's row",
             "DELETE FROM runs WHERE id = $1",
             vec![owned(id)],
         );
-        self.log_run(run, now)
+        self.log_run(run, now, replica)
     }
 
     pub fn run_counts(&mut self) -> Result<Vec<(String, i64)>> {

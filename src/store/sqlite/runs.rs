@@ -4,11 +4,13 @@ use super::local::Local;
 use crate::store::runs::*;
 use crate::store::types::runs::Run;
 use anyhow::Result;
-use rusqlite::params;
+use crate::cache_miss::{Prefix, Previous};
+use crate::store::totals::{self, Total, Totals};
+use rusqlite::{params, OptionalExtension};
 
 impl Runs for Local {
     fn log_run(&self, run: &Run<'_>) -> Result<()> {
-        self.put_run(None, run).map(drop)
+        self.put_counted(None, run)
     }
 
     fn begin_run(&self, run: &Run<'_>) -> Result<i64> {
@@ -16,7 +18,7 @@ impl Runs for Local {
     }
 
     fn end_run(&self, id: i64, run: &Run<'_>) -> Result<()> {
-        self.put_run(Some(id), run).map(drop)
+        self.put_counted(Some(id), run)
     }
 
     fn run_counts(&self) -> Result<Vec<(String, i64)>> {
@@ -29,6 +31,26 @@ impl Runs for Local {
 }
 
 impl Local {
+    /// A finished run: its row and what it adds to the running totals
+    /// (`store::totals`), in one transaction.
+    /// A savepoint, not a transaction: `doctor`'s trial writes inside its
+    /// own, which it rolls back.
+    fn put_counted(&self, id: Option<i64>, run: &Run<'_>) -> Result<()> {
+        self.conn.execute_batch("SAVEPOINT put_run")?;
+        let written = self
+            .put_run(id, run)
+            .and_then(|_| add_totals(&self.conn, &totals::deltas(run, "sqlite")));
+        match written {
+            Ok(()) => Ok(self.conn.execute_batch("RELEASE put_run")?),
+            Err(e) => {
+                let _ = self
+                    .conn
+                    .execute_batch("ROLLBACK TO put_run; RELEASE put_run");
+                Err(e)
+            }
+        }
+    }
+
     /// Write a run's row: a new one, or row `id` replaced whole (its time
     /// kept). Returns its id.
     fn put_run(&self, id: Option<i64>, run: &Run<'_>) -> Result<i64> {
@@ -37,9 +59,9 @@ impl Local {
             "INSERT OR REPLACE INTO runs (id, at, cwd, kind, exit, bytes_in, bytes_sent,
                 input_tokens, cache_write_tokens, cache_read_tokens, output_tokens, cost_usd,
                 session, why_code, why, total_cost_usd, usage_from, conv_key, engine,
-                replay_misses_prefix)
+                replay_misses_prefix, cache_miss, prefix)
              VALUES (?19, COALESCE((SELECT at FROM runs WHERE id = ?19), ?1), ?2, ?3, ?4, ?5,
-                ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?20)",
+                ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?20, ?21, ?22)",
             params![
                 self.now(),
                 run.cwd,
@@ -61,9 +83,73 @@ impl Local {
                 run.engine.as_str(),
                 id,
                 run.replay_misses_prefix,
+                run.cache_miss.map(|m| m.as_str()),
+                run.prefix.map(|p| p.to_stored()),
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+}
+
+/// Add a turn's deltas to the running totals: one statement.
+fn add_totals(conn: &rusqlite::Connection, deltas: &[totals::Delta]) -> Result<()> {
+    if deltas.is_empty() {
+        return Ok(());
+    }
+    let values = vec!["(?, ?, ?)"; deltas.len()].join(", ");
+    let sql = format!(
+        "INSERT INTO metric_totals (family, labels, value) VALUES {values}
+         ON CONFLICT (family, labels) DO UPDATE SET value = value + excluded.value"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let params: Vec<&dyn rusqlite::ToSql> = deltas
+        .iter()
+        .flat_map(|d| [&d.family as &dyn rusqlite::ToSql, &d.labels, &d.value])
+        .collect();
+    stmt.execute(params.as_slice())?;
+    Ok(())
+}
+
+impl Totals for Local {
+    fn totals(&self) -> Result<Vec<Total>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT family, labels, value FROM metric_totals")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(Total {
+                family: r.get(0)?,
+                labels: r.get(1)?,
+                value: r.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn previous_run(&self, session: &str, except: Option<i64>) -> Result<Option<Previous>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT at, prefix FROM runs WHERE session = ?1 AND id IS NOT ?2
+             ORDER BY id DESC LIMIT 1",
+        )?;
+        let row = stmt
+            .query_row(params![session, except], |r| {
+                Ok(Previous {
+                    ended_at: r.get(0)?,
+                    prefix: r
+                        .get::<_, Option<String>>(1)?
+                        .as_deref()
+                        .and_then(Prefix::from_stored),
+                })
+            })
+            .optional()?;
+        Ok(row)
+    }
+
+    fn cli_versions(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT DISTINCT version FROM capabilities ORDER BY version")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
 
@@ -92,6 +178,10 @@ mod tests {
             conv_key: None,
             engine: Engine::Cold,
             replay_misses_prefix: true,
+            cache_miss: None,
+            prefix: None,
+            timing: None,
+            errors: 0,
         };
         let id = s.begin_run(&run).unwrap();
         s.log_run(&Run {

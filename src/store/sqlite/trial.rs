@@ -45,6 +45,10 @@ fn row() -> Run<'static> {
         conv_key: None,
         engine: Engine::Cold,
         replay_misses_prefix: false,
+        cache_miss: None,
+        prefix: None,
+        timing: None,
+        errors: 0,
     }
 }
 

@@ -133,4 +133,13 @@ pub struct Run<'a> {
     /// system prompt than the call before it (`cost::system_differs`), so
     /// written the cached prefix anew.
     pub replay_misses_prefix: bool,
+    /// Why a resumed turn wrote more to the prompt cache than it read
+    /// (`None`: it did not, or it was a first turn).
+    pub cache_miss: Option<crate::cache_miss::CacheMiss>,
+    /// What moves the cached prefix, for the session's next turn.
+    pub prefix: Option<&'a crate::cache_miss::Prefix>,
+    /// The turn's times (`None`: a row written ahead of its end).
+    pub timing: Option<crate::timeline::Timing>,
+    /// Failures the turn worked around (errors.log lines it wrote).
+    pub errors: u64,
 }

@@ -46,6 +46,8 @@ pub struct Entry {
     /// While lent: the session file's length when the turn began (`None`:
     /// no file yet), to take the turn back should its caller die mid-turn.
     pub lent_at: Option<u64>,
+    /// Why the keeper ended it (`None`: it ended by itself).
+    pub ending: Option<crate::warm::protocol::End>,
 }
 
 impl Entry {
@@ -72,6 +74,7 @@ impl Entry {
             ready: false,
             config_dir: config_dir_of(&start.env),
             lent_at: None,
+            ending: None,
         }
     }
 
@@ -82,12 +85,18 @@ impl Entry {
     /// Close its stdin: the CLI finishes (writing its closing records) and
     /// exits.
     pub fn stop(&mut self) {
+        self.ending_for(crate::warm::protocol::End::Stopped);
         drop(self.stdin.take());
         if !matches!(self.state, State::Stopping { .. }) {
             self.state = State::Stopping {
                 since: Instant::now(),
             };
         }
+    }
+
+    /// The keeper ends it, for `why` (the first reason given stands).
+    pub fn ending_for(&mut self, why: crate::warm::protocol::End) {
+        self.ending.get_or_insert(why);
     }
 
     /// Its session file, once there is one.

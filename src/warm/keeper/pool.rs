@@ -9,7 +9,7 @@ use super::entry::{Entry, State};
 use super::spawn::Spawn;
 use crate::store::pins::Lease;
 use crate::store::Store;
-use crate::warm::protocol::{Live, LiveState, Miss, Reply, Request, Room, Status};
+use crate::warm::protocol::{Counters, End, Live, LiveState, Miss, Reply, Request, Room, Status};
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::process::ExitStatus;
@@ -28,6 +28,8 @@ pub struct Pool {
     /// Per scope (`key`), when its latest new conversations arrived (first
     /// first): how many CLIs to keep ready (`ready`).
     pub(super) arrivals: HashMap<String, VecDeque<Instant>>,
+    /// Lends, misses, starts and ends, for `claude-shim metrics`.
+    pub counters: Counters,
 }
 
 /// What the pool does for a turn.
@@ -78,6 +80,7 @@ fn grown(was: Option<u64>, now: Option<u64>) -> bool {
 impl Pool {
     pub fn new(limits: Limits, store: Option<Store>, spawner: Box<dyn Spawn>) -> Pool {
         Pool {
+            counters: Counters::default(),
             limits,
             entries: HashMap::new(),
             next_id: 0,
@@ -113,6 +116,7 @@ impl Pool {
     }
 
     pub(super) fn insert(&mut self, entry: Entry) -> u64 {
+        self.counters.started += 1;
         self.next_id += 1;
         self.entries.insert(self.next_id, entry);
         self.next_id
@@ -171,6 +175,7 @@ impl Pool {
                 if &entry.head != head || !grown(entry.file_size, file_size) {
                     entry.child.kill();
                 }
+                entry.ending_for(End::Changed);
                 return ForTurn::EndFirst(e);
             }
             _ => {}
@@ -206,6 +211,7 @@ impl Pool {
             entry.stderr.as_raw_fd(),
         ];
         entry.state = State::Lent(conn);
+        self.counters.lends += 1;
         entry.lent_at = entry
             .session_file()
             .and_then(|f| std::fs::metadata(f).ok().map(|m| m.len()));
@@ -242,6 +248,9 @@ impl Pool {
             entry.turns += 1;
             entry.last_used = Instant::now();
         } else {
+            if !draining {
+                entry.ending_for(End::Unwell);
+            }
             entry.stop();
         }
     }
@@ -255,6 +264,7 @@ impl Pool {
         let Some(entry) = self.entries.get_mut(&id) else {
             return;
         };
+        entry.ending_for(End::Abandoned);
         entry.child.kill();
         entry.stop();
         // SIGKILL is not refused: the wait is short (bounded all the same).
@@ -335,7 +345,7 @@ impl Pool {
                 return Ok(());
             };
             match self.least_recently_used() {
-                Some(old) => self.stop_leased(old),
+                Some(old) => self.stop_for(old, End::Room),
                 None => return Err(full),
             }
         }
@@ -352,7 +362,7 @@ impl Pool {
                     "keeper: {} MiB held, ending the least recently used",
                     held.rss >> 20
                 );
-                self.stop_leased(old);
+                self.stop_for(old, End::Room);
             }
         }
     }
@@ -412,9 +422,17 @@ impl Pool {
                     self.entries[&id].session,
                     String::from_utf8_lossy(&peek[..n])
                 );
-                self.stop_leased(id);
+                self.stop_for(id, End::Unwell);
             }
         }
+    }
+
+    /// [`stop_leased`](Self::stop_leased), for `why`.
+    fn stop_for(&mut self, id: u64, why: End) {
+        if let Some(e) = self.entries.get_mut(&id) {
+            e.ending_for(why);
+        }
+        self.stop_leased(id);
     }
 
     /// End an entry without a turn holding its session: under the lease
@@ -469,9 +487,9 @@ impl Pool {
                     if let State::Lent(conn) = e.state {
                         reaped.ended.push((conn, status));
                     }
-                    gone.push(*id);
+                    gone.push((*id, Some(status)));
                 }
-                Err(_) => gone.push(*id),
+                Err(_) => gone.push((*id, None)),
                 Ok(None) => {
                     if let State::Stopping { since } = e.state {
                         let waited = since.elapsed();
@@ -486,8 +504,13 @@ impl Pool {
                 }
             }
         }
-        for id in gone {
+        for (id, status) in gone {
             if let Some(e) = self.entries.remove(&id) {
+                let how = e.ending.unwrap_or(match status {
+                    Some(status) if status.success() => End::Exited,
+                    _ => End::Crashed,
+                });
+                *self.counters.ended.entry(how.as_str().to_owned()).or_default() += 1;
                 if e.leased {
                     if let Some(store) = &self.store {
                         let _ = store.release_lease(&e.session, std::process::id() as i32);
@@ -517,7 +540,7 @@ impl Pool {
             .map(|(k, _)| *k)
             .collect();
         for id in old {
-            self.stop_leased(id);
+            self.stop_for(id, End::Ttl);
         }
     }
 
@@ -536,6 +559,7 @@ impl Pool {
             max: self.limits.max,
             memory: self.limits.memory,
             ttl_secs: self.limits.ttl.as_secs(),
+            counters: self.counters.clone(),
             live: self
                 .entries
                 .values()

@@ -225,6 +225,12 @@ impl Server {
     }
 
     fn miss(&mut self, id: u64, why: Miss) {
+        *self
+            .pool
+            .counters
+            .misses
+            .entry(why.code().to_owned())
+            .or_default() += 1;
         self.reply(id, &Reply::Miss { why }, &[]);
     }
 
