@@ -371,6 +371,7 @@ mod tests {
             max: 4,
             memory: 0,
             ttl_secs: 1800,
+            counters: Default::default(),
             live: vec![
                 live("6e8e0435-8e12", Some(241_696_768), deep),
                 live("0b12cd34-3333", None, "/w"),

@@ -10,7 +10,7 @@
 //! cumulative: a turn adds to one row) and one for the sum (`sum`); the
 //! exposition adds them up.
 
-use crate::cache_miss::{CacheMiss, Previous};
+use crate::cache_miss::Previous;
 use crate::store::types::runs::{Kind, Run};
 use anyhow::Result;
 
@@ -263,7 +263,8 @@ fn saving(run: &Run<'_>, cost: f64) -> Option<f64> {
     Some(cost / priced * moved as f64 * (WRITE - READ))
 }
 
-/// A histogram's rows summed: `(cumulative buckets, count, sum)`.
+/// A histogram's rows summed: `(buckets, count, sum)`, each bucket's own
+/// count (not cumulative: the encoding adds them up).
 pub fn histogram(bounds: &[f64], rows: &[&Total]) -> (Vec<(f64, u64)>, u64, f64) {
     let mut per = vec![0u64; bounds.len() + 1];
     let mut sum = 0.0;
@@ -284,18 +285,13 @@ pub fn histogram(bounds: &[f64], rows: &[&Total]) -> (Vec<(f64, u64)>, u64, f64)
         };
         per[i] += r.value.max(0.0) as u64;
     }
-    let mut running = 0;
-    let mut buckets = Vec::with_capacity(per.len());
-    for (i, n) in per.iter().enumerate() {
-        running += n;
-        buckets.push((bounds.get(i).copied().unwrap_or(f64::INFINITY), running));
-    }
-    (buckets, running, sum)
-}
-
-/// A cache-miss code as the runs log keeps it.
-pub fn miss_code(m: Option<CacheMiss>) -> Option<&'static str> {
-    m.map(CacheMiss::as_str)
+    let count = per.iter().sum();
+    let buckets = per
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| (bounds.get(i).copied().unwrap_or(f64::INFINITY), n))
+        .collect();
+    (buckets, count, sum)
 }
 
 #[cfg(test)]
@@ -321,6 +317,7 @@ mod tests {
                         cache_creation_input_tokens: 100,
                         cache_read_input_tokens: 2_000,
                         output_tokens: 20,
+                        ..Default::default()
                     },
                     UsageFrom::Result,
                 )),
@@ -358,9 +355,10 @@ mod tests {
         assert_eq!(find(&d, TOKENS, "type=cacheRead").unwrap().value, 2_000.0);
         assert_eq!(find(&d, TOKENS, "type=cacheCreation").unwrap().value, 100.0);
         assert_eq!(find(&d, COST, "").unwrap().value, 0.01);
-        // 900 tokens of history read instead of written: 0.01 / 455 per token.
+        // 900 tokens of history read instead of written, at 0.01 over
+        // 10 + 125 + 200 + 100 input-token prices each.
         let saved = find(&d, SAVED, "").unwrap().value;
-        assert!((saved - 0.01 / 455.0 * 900.0 * 1.15).abs() < 1e-12, "{saved}");
+        assert!((saved - 0.01 / 435.0 * 900.0 * 1.15).abs() < 1e-12, "{saved}");
         assert_eq!(find(&d, OVERHEAD, "le=0.002").unwrap().value, 1.0);
         assert_eq!(find(&d, OVERHEAD, "sum").unwrap().value, 0.0015);
         assert_eq!(find(&d, FIRST_BYTE, "le=+Inf").unwrap().value, 1.0);
@@ -376,7 +374,7 @@ mod tests {
             kind: Kind::Fallback,
             why_code: "resume-refused",
             exit: 1,
-            cache_miss: Some(CacheMiss::Idle),
+            cache_miss: Some(crate::cache_miss::CacheMiss::Idle),
             spent: Spent::default(),
             timing: None,
             errors: 2,
@@ -393,7 +391,7 @@ mod tests {
     }
 
     #[test]
-    fn a_histogram_reads_back_cumulative() {
+    fn a_histogram_reads_back_per_bucket() {
         let rows = [
             Total {
                 family: OVERHEAD.into(),
@@ -421,8 +419,8 @@ mod tests {
         assert_eq!(count, 4);
         assert_eq!(sum, 3.5);
         assert_eq!(buckets[1], (0.001, 2));
-        assert_eq!(buckets[4], (0.01, 3));
-        assert_eq!(buckets.last().unwrap().1, 4);
+        assert_eq!(buckets[4], (0.01, 1));
+        assert_eq!(buckets.last().unwrap().1, 1);
         assert!(buckets.last().unwrap().0.is_infinite());
     }
 }

@@ -269,6 +269,10 @@ fn every_query_of_the_store_runs_on_postgres() {
         conv_key: Some("k"),
         engine: claude_shim::store::runs::Engine::Cold,
         replay_misses_prefix: true,
+        cache_miss: None,
+        prefix: None,
+        timing: None,
+        errors: 0,
     };
     s.log_run(&run).unwrap();
     assert_eq!(s.run_counts().unwrap(), [("resumed".to_string(), 1)]);

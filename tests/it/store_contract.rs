@@ -435,6 +435,10 @@ fn logs_and_counts(new: &New) {
             conv_key: None,
             engine: Engine::Cold,
             replay_misses_prefix: false,
+            cache_miss: None,
+            prefix: None,
+            timing: None,
+            errors: 0,
         };
         s.log_run(&run).unwrap();
     }

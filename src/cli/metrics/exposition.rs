@@ -275,14 +275,15 @@ mod tests {
         };
         let text = render(&s);
         for want in [
-            "claude_shim_turns_total{kind=\"resumed\",engine=\"warm\"} 3",
-            "claude_shim_turns_total{kind=\"fresh\",engine=\"cold\"} 1",
-            "claude_shim_cache_misses_total{reason=\"idle\"} 1",
-            "claude_shim_cache_misses_total{reason=\"tools\"} 0",
+            "claude_shim_turns_total{kind=\"resumed\",engine=\"warm\"} 3.0",
+            "claude_shim_turns_total{kind=\"fresh\",engine=\"cold\"} 1.0",
+            "claude_shim_cache_misses_total{reason=\"idle\"} 1.0",
+            "claude_shim_cache_misses_total{reason=\"tools\"} 0.0",
             "claude_shim_overhead_seconds_count 3",
             "claude_shim_overhead_seconds_bucket{le=\"0.001\"} 2",
             "claude_shim_overhead_seconds_bucket{le=\"0.01\"} 3",
-            "claude_shim_cost_usd_total 0",
+            "claude_shim_overhead_seconds_bucket{le=\"+Inf\"} 3",
+            "claude_shim_cost_usd_total 0.0",
             "claude_shim_store_up 1",
             "claude_shim_keeper_up 0",
             "claude_shim_live_clis{state=\"idle\"} 0",

@@ -352,6 +352,10 @@ mod tests {
                 conv_key: Some("K"),
                 engine: crate::store::runs::Engine::Warm,
                 replay_misses_prefix: false,
+                cache_miss: None,
+                prefix: None,
+                timing: None,
+                errors: 0,
             })
             .unwrap();
         };
@@ -362,6 +366,7 @@ mod tests {
                     cache_creation_input_tokens: 2,
                     cache_read_input_tokens: 3,
                     output_tokens: 4,
+                    ..Default::default()
                 },
                 UsageFrom::SessionFile,
             )),

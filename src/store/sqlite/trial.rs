@@ -171,7 +171,13 @@ mod tests {
             store
                 .sqlite()
                 .unwrap()
-                .execute_batch("ALTER TABLE runs DROP COLUMN replay_misses_prefix")
+                .execute_batch(
+                    "DROP INDEX runs_session;
+                     DROP TABLE metric_totals;
+                     ALTER TABLE runs DROP COLUMN cache_miss;
+                     ALTER TABLE runs DROP COLUMN prefix;
+                     ALTER TABLE runs DROP COLUMN replay_misses_prefix;",
+                )
                 .unwrap();
         }
         let dir = DataDir::open_at(t.path()).unwrap();

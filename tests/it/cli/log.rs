@@ -20,6 +20,7 @@ fn known(from: UsageFrom) -> Spent {
                 cache_creation_input_tokens: 800,
                 cache_read_input_tokens: 12_000,
                 output_tokens: 300,
+                ..Default::default()
             },
             from,
         )),
@@ -46,6 +47,10 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, why: (&str, &str), spent: Spent, hou
             conv_key: Some("k1"),
             engine: claude_shim::store::runs::Engine::Cold,
             replay_misses_prefix: false,
+            cache_miss: None,
+            prefix: None,
+            timing: None,
+            errors: 0,
         })
         .unwrap();
 }

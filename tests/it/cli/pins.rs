@@ -166,6 +166,10 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
                     conv_key: None,
                     engine: claude_shim::store::runs::Engine::Cold,
                     replay_misses_prefix: false,
+                    cache_miss: None,
+                    prefix: None,
+                    timing: None,
+                    errors: 0,
                 },
                 days_ago,
             );

@@ -16,6 +16,7 @@ fn spent(cache_read: u64, cost: f64) -> Spent {
         cache_creation_input_tokens: 100,
         cache_read_input_tokens: cache_read,
         output_tokens: 20,
+        ..Default::default()
     };
     Spent {
         usage: Some((usage, UsageFrom::Result)),
@@ -42,6 +43,10 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64
             conv_key: None,
             engine: claude_shim::store::runs::Engine::Cold,
             replay_misses_prefix: false,
+            cache_miss: None,
+            prefix: None,
+            timing: None,
+            errors: 0,
         },
         days_ago,
     );

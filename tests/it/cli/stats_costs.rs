@@ -15,6 +15,7 @@ fn usage(from: UsageFrom) -> Option<(Usage, UsageFrom)> {
             cache_creation_input_tokens: 100,
             cache_read_input_tokens: 5000,
             output_tokens: 20,
+            ..Default::default()
         },
         from,
     ))
@@ -35,6 +36,10 @@ fn seed(s: &Sandbox, kind: Kind, spent: Spent) {
             conv_key: None,
             engine: claude_shim::store::runs::Engine::Cold,
             replay_misses_prefix: false,
+            cache_miss: None,
+            prefix: None,
+            timing: None,
+            errors: 0,
         })
         .unwrap();
 }
