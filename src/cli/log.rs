@@ -6,6 +6,7 @@ use super::command::Run;
 use super::store_access::{canonical_dir, existing_store};
 use super::{human, style, style::Style};
 use crate::store::report::{LogRow, Tokens};
+use crate::cache_miss::CacheMiss;
 use crate::store::runs::{Engine, Kind};
 use crate::text::duration;
 use anyhow::Result;
@@ -66,6 +67,10 @@ struct Turn<'a> {
     cost_usd: Option<f64>,
     /// The session's running total as the CLI reported it.
     total_cost_usd: Option<f64>,
+    /// Why a resumed, warm or forked turn wrote more to the prompt cache
+    /// than it read (`idle`, `model`, `tools`, …); null where it read its
+    /// cache, or was a first turn.
+    cache_miss: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -100,7 +105,30 @@ fn json_turn(r: &LogRow) -> Turn<'_> {
         engine: r.engine.map(Engine::as_str),
         cost_usd: r.cost_usd,
         total_cost_usd: r.total_cost_usd,
+        cache_miss: r.cache_miss.map(CacheMiss::as_str),
     }
+}
+
+/// What a resumed turn's prompt cache did, for its reason line: why it
+/// missed, or that it read it. `None`: a first turn, or usage unknown.
+fn cache_note(r: &LogRow) -> Option<String> {
+    if !matches!(r.kind, Some(Kind::Resumed | Kind::Forked)) {
+        return None;
+    }
+    let t = r.tokens?;
+    Some(match r.cache_miss {
+        Some(m) => format!(
+            "missed the prompt cache ({} tokens written, {} read): {}",
+            human::count(t.cache_write),
+            human::count(t.cache_read),
+            m.sentence()
+        ),
+        None if t.cache_write > t.cache_read => return None,
+        None => format!(
+            "read its prompt cache ({} tokens)",
+            human::count(t.cache_read)
+        ),
+    })
 }
 
 impl Run for Log {
@@ -343,6 +371,11 @@ pub fn render(out: &mut dyn Write, rows: &[LogRow], v: &View<'_>) -> std::io::Re
             .why
             .as_deref()
             .unwrap_or("(no reason recorded: an older claude-shim ran this turn)");
+        let why = match cache_note(r) {
+            Some(note) => format!("{why}; {note}"),
+            None => why.to_owned(),
+        };
+        let why = why.as_str();
         let lines = match wrap_at {
             Some(w) => human::wrap(why, w),
             None => vec![why.split_whitespace().collect::<Vec<_>>().join(" ")],
@@ -431,10 +464,36 @@ mod tests {
             !first.contains("8e12"),
             "short session in the table: {first}"
         );
-        assert_eq!(lines[2], format!("  {why}"));
+        assert_eq!(
+            lines[2],
+            format!("  {why}; read its prompt cache (12,000 tokens)")
+        );
         assert!(lines[3].starts_with("Nov 20 09:30"), "{t}");
         assert!(lines[4].contains("no reason recorded"), "{t}");
         assert!(!t.contains('\x1b'));
+    }
+
+    #[test]
+    fn a_resumed_turn_says_why_it_missed_its_cache_or_that_it_read_it() {
+        let mut missed = row("2026-11-22 14:03", "resumed", Some("resumed"));
+        missed.tokens = Some(Tokens {
+            input: 3,
+            cache_write: 12_000,
+            cache_read: 0,
+            output: 5,
+        });
+        missed.cache_miss = Some(CacheMiss::Idle);
+        let t = text(&[missed.clone()], &view(None));
+        assert!(
+            t.contains("resumed; missed the prompt cache (12,000 tokens written, 0 read): the session sat idle longer than the cache lives"),
+            "{t}"
+        );
+        let json = serde_json::to_value(json_turn(&missed)).unwrap();
+        assert_eq!(json["cache_miss"], "idle");
+        // A first turn says nothing of it, and its code is null.
+        let fresh = row("2026-11-22 14:03", "fresh", Some("first"));
+        assert!(!text(&[fresh.clone()], &view(None)).contains("prompt cache"));
+        assert!(serde_json::to_value(json_turn(&fresh)).unwrap()["cache_miss"].is_null());
     }
 
     #[test]
@@ -456,7 +515,10 @@ mod tests {
     fn reasons_wrap_to_the_terminal_and_stay_whole_off_it() {
         let why = "this point of the conversation is not the session's latest (an earlier \
                    turn was redone or edited), so it branched from there";
-        let rows = [row("2026-11-22 14:03", "forked", Some(why))];
+        // (A row of an older shim that missed its cache: no note.)
+        let mut forked = row("2026-11-22 14:03", "forked", Some(why));
+        forked.tokens.as_mut().unwrap().cache_read = 0;
+        let rows = [forked];
         let narrow = text(&rows, &view(Some(40)));
         let reason: Vec<&str> = narrow.lines().skip(2).collect();
         assert!(reason.len() > 2, "{narrow}");

@@ -54,7 +54,7 @@ impl Pg {
             c.q(
                 "SELECT at, cwd, kind, why_code, why, session, conv_key, exit, bytes_in,
                         bytes_sent, input_tokens, cache_write_tokens, cache_read_tokens,
-                        output_tokens, usage_from, cost_usd, total_cost_usd, engine
+                        output_tokens, usage_from, cost_usd, total_cost_usd, engine, cache_miss
                  FROM runs WHERE at >= $1 AND ($2::TEXT IS NULL OR cwd = $2)
                  ORDER BY at DESC, id DESC LIMIT $3",
                 &[&since, &cwd, &limit],
@@ -83,6 +83,9 @@ impl Pg {
                     engine: r
                         .get::<_, Option<&str>>(17)
                         .and_then(runs::Engine::from_stored),
+                    cache_miss: r
+                        .get::<_, Option<&str>>(18)
+                        .and_then(crate::cache_miss::CacheMiss::from_stored),
                 })
             })
             .collect()

@@ -55,7 +55,7 @@ impl Report for Local {
             "SELECT at, strftime('%Y-%m-%d %H:%M', at, 'unixepoch', 'localtime'), cwd, kind,
                     why_code, why, session, conv_key, exit, bytes_in, bytes_sent,
                     input_tokens, cache_write_tokens, cache_read_tokens, output_tokens,
-                    usage_from, cost_usd, total_cost_usd, engine
+                    usage_from, cost_usd, total_cost_usd, engine, cache_miss
              FROM runs WHERE at >= ?1 AND (?2 IS NULL OR cwd = ?2)
              ORDER BY at DESC, id DESC LIMIT ?3",
         )?;
@@ -82,6 +82,10 @@ impl Report for Local {
                     .get::<_, Option<String>>(18)?
                     .as_deref()
                     .and_then(runs::Engine::from_stored),
+                cache_miss: r
+                    .get::<_, Option<String>>(19)?
+                    .as_deref()
+                    .and_then(crate::cache_miss::CacheMiss::from_stored),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

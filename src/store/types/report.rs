@@ -56,6 +56,8 @@ pub struct LogRow {
     pub total_cost_usd: Option<f64>,
     /// How the CLI ran; None in older rows (and a newer shim's engines).
     pub engine: Option<Engine>,
+    /// Why a resumed turn wrote more to the prompt cache than it read.
+    pub cache_miss: Option<crate::cache_miss::CacheMiss>,
 }
 
 impl Tokens {
