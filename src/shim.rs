@@ -9,6 +9,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 pub fn main(invoked_as: &Path, args: Vec<OsString>) -> ! {
+    crate::timeline::begin();
     // A panic in the shim's own logic must not reach the caller's streams:
     // it goes to errors.log, and the turn runs as the caller asked.
     std::panic::set_hook(Box::new(|info| {

@@ -123,7 +123,7 @@ fn cache_note(r: &LogRow) -> Option<String> {
             human::count(t.cache_read),
             m.sentence()
         ),
-        None if t.cache_write > t.cache_read => return None,
+        None if t.cache_write > t.cache_read || t.cache_read == 0 => return None,
         None => format!(
             "read its prompt cache ({} tokens)",
             human::count(t.cache_read)

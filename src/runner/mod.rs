@@ -187,6 +187,7 @@ pub fn start(
     };
     let mut cmd = command(&spec, &ptys)?;
     child_pid.spawning();
+    crate::timeline::cli_started();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -344,6 +345,7 @@ impl Running {
     pub fn wait(mut self) -> std::io::Result<Finished> {
         drop(self.stdin.take());
         let status = self.child.wait();
+        crate::timeline::cli_ended();
         self.child_pid.clear(self.pid);
         terminal::unfollow();
         let status = status?;

@@ -490,6 +490,9 @@ pub fn pass(to: Stream, chunk: &[u8], hold: &SharedHold, commit_now: bool) -> bo
 
 /// write(2) straight to fd 1/2: no std buffering, so bytes leave at once.
 pub fn write_all(to: Stream, mut data: &[u8]) -> std::io::Result<()> {
+    if to == Stream::Out && !data.is_empty() {
+        crate::timeline::wrote_out();
+    }
     // SAFETY: fds 1 and 2 stay open for the life of the process.
     let fd = unsafe { BorrowedFd::borrow_raw(to as i32) };
     while !data.is_empty() {

@@ -2,7 +2,7 @@
 //! turn adds its [`deltas`] to one row per family and label set, in the
 //! statement that writes its run, so a scrape reads a few dozen rows however
 //! many turns the store holds. On a fleet each replica adds to its own rows
-//! (the `host` column) and reads only those: Prometheus sums the replicas
+//! (the `replica` column: its host and data dir) and reads only those: Prometheus sums the replicas
 //! without counting a turn twice. Rows are never pruned with the runs log:
 //! counters only grow.
 //!
@@ -123,7 +123,7 @@ pub const FAMILIES: &[Family] = &[
     },
     Family {
         name: CACHE_MISSES,
-        help: "Resumed, warm and forked turns that wrote more to the prompt cache than they read, by reason (idle, model, system_prompt, tools, compaction, snapshot, unknown)",
+        help: "Resumed and forked turns (cold or warm) that wrote more to the prompt cache than they read, by reason (idle, model, system_prompt, tools, compaction, snapshot, unknown)",
         ty: Type::Counter,
     },
     Family {

@@ -20,13 +20,9 @@ const SYSTEM: &[&str] = &[
     "append-system-prompt",
     "append-system-prompt-file",
 ];
-const TOOLS: &[&str] = &[
-    "tools",
-    "disallowedTools",
-    "mcp-config",
-    "strict-mcp-config",
-    "agents",
-];
+/// (`--mcp-config` and `--allowedTools` move nothing: MCP tools are
+/// announced in a message, permissions are not in the request.)
+const TOOLS: &[&str] = &["tools", "disallowedTools"];
 /// Files a new process reads into its start-up snapshot, in each directory
 /// from the cwd up, and in the config dir.
 const MEMORY_FILES: &[&str] = &["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"];

@@ -65,6 +65,8 @@ fn prepare(
     if env::test_panic() {
         panic!("CLAUDE_SHIM_TEST_PANIC is set");
     }
+    // What the turn waits for its store: the opening, and the lookup.
+    let waited = std::time::Instant::now();
     let (place, caps) = ctx.opening.take(ctx.real, ctx.guard)?;
     let text = prompt.text();
     let (u, found) = content::look(
@@ -80,6 +82,7 @@ fn prepare(
         true => interrupted(&place, &turn),
         false => None,
     };
+    crate::timeline::waited_for_store(waited.elapsed());
     let facts = plan::Facts {
         caller_session: ctx.managed.caller_resume.clone(),
         forced_fresh: env::fresh(),

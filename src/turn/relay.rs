@@ -137,6 +137,7 @@ pub(super) fn relay(
     }
     // A new process's patience counts from here, its message written.
     r.started = Instant::now();
+    crate::timeline::cli_started();
     let mut buf = vec![0u8; 64 << 10];
     while r.watch_the_turn() == Flow::Go {
         let (out, err, caller) = match r.poll() {
@@ -506,6 +507,7 @@ impl<'a> Relay<'a> {
     /// The relay is over: what is left of a sealed reply, and how the turn
     /// ended.
     fn finish(mut self) -> Relayed {
+        crate::timeline::cli_ended();
         if let Some(rest) = self
             .sealer
             .as_mut()

@@ -80,6 +80,14 @@ impl Keeper {
         Some(k)
     }
 
+    /// The status of `dir`'s keeper, if one runs, asked without a hello: a
+    /// keeper of another build answers too, and a hello from another build
+    /// would drain it (`metrics --serve` outlives upgrades).
+    pub fn status_of(dir: &DataDir) -> Option<Status> {
+        let mut k = Keeper::reach(dir, false, HELLO_WAIT)?;
+        k.status().ok()
+    }
+
     /// The keeper of `dir` (one is started when none answers), asked for a
     /// live process for a turn in the same breath as it is greeted: the
     /// keeper, woken once, reads both (on a busy machine each wake-up took

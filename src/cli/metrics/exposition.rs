@@ -30,12 +30,42 @@ fn labels(text: &str) -> Labels {
         .collect()
 }
 
-pub fn render(s: &Snapshot) -> String {
+/// Which text: OpenMetrics (what Prometheus asks for), or the classic
+/// Prometheus text node_exporter's textfile collector reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Prometheus,
+    Openmetrics,
+}
+
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+            Format::Openmetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// What a scrape's `Accept` header asks for.
+    pub fn accepted(accept: Option<&str>) -> Format {
+        match accept {
+            Some(a) if a.contains("application/openmetrics-text") => Format::Openmetrics,
+            _ => Format::Prometheus,
+        }
+    }
+}
+
+pub fn render(s: &Snapshot, format: Format) -> String {
     let mut registry = prometheus_client::registry::Registry::default();
     registry.register_collector(Box::new(Collector(s.clone())));
     let mut out = String::new();
     // Writing to a String cannot fail.
-    let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+    let _ = match format {
+        Format::Openmetrics => prometheus_client::encoding::text::encode(&mut out, &registry),
+        Format::Prometheus => {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
+        }
+    };
     out
 }
 
@@ -52,9 +82,12 @@ impl prometheus_client::collector::Collector for Collector {
             "Whether the scrape read the store (0: see errors.log and `claude-shim doctor`)",
             &[(vec![], i64::from(s.totals.is_some()))],
         )?;
-        let rows = s.totals.as_deref().unwrap_or_default();
-        for f in totals::FAMILIES {
-            family(&mut e, f, rows)?;
+        // A store that cannot be read shows no turn figures: zeros would
+        // read as a counter reset, and its return as every turn anew.
+        if let Some(rows) = &s.totals {
+            for f in totals::FAMILIES {
+                family(&mut e, f, rows)?;
+            }
         }
         keeper(&mut e, s.keeper.as_ref())
     }
@@ -225,7 +258,7 @@ fn keeper(e: &mut DescriptorEncoder, k: Option<&Status>) -> Result<(), Error> {
     counter(
         e,
         "claude_shim_keeper_misses",
-        "Turns the keeper lent no live CLI (they ran cold), by reason, since it started",
+        "Requests the keeper answered without a live CLI (a turn then runs cold), by reason, since it started",
         &misses,
     )?;
     counter(
@@ -273,7 +306,7 @@ mod tests {
             keeper: None,
             cli_versions: vec!["2.1.330".into()],
         };
-        let text = render(&s);
+        let text = render(&s, Format::Openmetrics);
         for want in [
             "claude_shim_turns_total{kind=\"resumed\",engine=\"warm\"} 3.0",
             "claude_shim_turns_total{kind=\"fresh\",engine=\"cold\"} 1.0",
@@ -294,8 +327,14 @@ mod tests {
         }
         assert!(text.contains("claude_shim_build_info{"), "{text}");
         // A store that could not be read says so, and shows no figures.
-        let down = render(&Snapshot::default());
+        let down = render(&Snapshot::default(), Format::Openmetrics);
         assert!(down.contains("claude_shim_store_up 0"), "{down}");
-        assert!(!down.contains("claude_shim_turns_total{"), "{down}");
+        assert!(!down.contains("claude_shim_turns"), "{down}");
+        assert!(!down.contains("claude_shim_cost_usd"), "{down}");
+        // The classic text (node_exporter's textfile collector) knows no
+        // info type: a gauge.
+        let classic = render(&s, Format::Prometheus);
+        assert!(classic.contains("# TYPE claude_shim_build_info gauge"), "{classic}");
+        assert!(!classic.contains("# EOF"), "{classic}");
     }
 }

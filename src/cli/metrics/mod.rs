@@ -22,6 +22,10 @@ pub struct Metrics {
     /// `metrics = "ADDR"` of config.toml), e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
     pub serve: Option<String>,
+    /// The text printed: `prometheus` (what node_exporter's textfile
+    /// collector reads) or `openmetrics`. A scrape gets what it asks for.
+    #[arg(long, value_enum, default_value = "prometheus", conflicts_with = "serve")]
+    pub format: exposition::Format,
 }
 
 impl Run for Metrics {
@@ -29,7 +33,8 @@ impl Run for Metrics {
         match &self.serve {
             None => {
                 let mut source = serve::Source::default();
-                out.write_all(exposition::render(&source.snapshot()).as_bytes())?;
+                let text = exposition::render(&source.snapshot(), self.format);
+                out.write_all(text.as_bytes())?;
                 Ok(())
             }
             Some(given) => {
@@ -41,7 +46,7 @@ impl Run for Metrics {
                             setting::config_file_hint()
                         )
                     })?,
-                    a => setting::parse(a)?,
+                    a => setting::parse(a).inspect_err(|e| crate::error!("metrics: {e:#}"))?,
                 };
                 serve::serve(addr, out)
             }

@@ -1,15 +1,16 @@
 //! Where a scrape's figures come from ([`Source`]), and the endpoint
-//! Prometheus scrapes (`tiny_http`, one thread that reads, a thread per
-//! answer being written): a client that reads slowly, or stalls, holds only
-//! its own answer, never the next scrape, and never a turn.
+//! Prometheus scrapes (`tiny_http`). The accepting thread only hands each
+//! request to a thread of its own, which reads the figures and writes the
+//! answer: a slow store or keeper, a client that reads slowly or stalls,
+//! holds only its own scrape, never the next one, and never a turn.
 
-use super::exposition::{self, Snapshot};
+use super::exposition::{self, Format, Snapshot};
 use crate::store::Store;
 use anyhow::{anyhow, Result};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The store, kept open across scrapes (opened again after a failure).
 #[derive(Default)]
@@ -19,11 +20,9 @@ pub struct Source {
 
 impl Source {
     pub fn snapshot(&mut self) -> Snapshot {
+        let dir = crate::data_dir::DataDir::existing().ok().flatten();
         let mut snap = Snapshot {
-            keeper: crate::cli::warm::connect()
-                .ok()
-                .flatten()
-                .and_then(|mut k| k.status().ok()),
+            keeper: dir.as_ref().and_then(crate::warm::client::Keeper::status_of),
             ..Snapshot::default()
         };
         if self.store.is_none() {
@@ -57,10 +56,8 @@ impl Source {
     }
 }
 
-/// Answers being written at once, at most; past it a scrape gets 503.
-const WRITERS: usize = 16;
-
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Scrapes answered at once, at most; past it a scrape gets 503.
+const AT_ONCE: usize = 16;
 
 pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
     let server = tiny_http::Server::http(addr).map_err(|e| {
@@ -74,33 +71,46 @@ pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
         .map_or(addr.to_string(), |a| a.to_string());
     writeln!(out, "serving metrics at http://{local}/metrics (Ctrl-C stops)")?;
     out.flush()?;
-    let mut source = Source::default();
-    let writing = Arc::new(AtomicUsize::new(0));
+    let source = Arc::new(Mutex::new(Source::default()));
+    let answering = Arc::new(AtomicUsize::new(0));
     for request in server.incoming_requests() {
-        let answer = match (request.method(), request.url()) {
-            (tiny_http::Method::Get, "/metrics") | (tiny_http::Method::Get, "/metrics/") => {
-                let text = exposition::render(&source.snapshot());
-                tiny_http::Response::from_string(text).with_header(header(CONTENT_TYPE))
-            }
-            (tiny_http::Method::Get, "/") => tiny_http::Response::from_string(
-                "claude-shim: metrics at /metrics\n".to_owned(),
-            )
-            .with_header(header("text/plain; charset=utf-8")),
-            _ => tiny_http::Response::from_string("not found\n".to_owned()).with_status_code(404),
-        };
-        if writing.load(Ordering::SeqCst) >= WRITERS {
-            let busy = tiny_http::Response::from_string("busy\n".to_owned()).with_status_code(503);
+        if answering.fetch_add(1, Ordering::SeqCst) >= AT_ONCE {
+            answering.fetch_sub(1, Ordering::SeqCst);
+            let busy = tiny_http::Response::from_string("busy\n").with_status_code(503);
             let _ = request.respond(busy);
             continue;
         }
-        writing.fetch_add(1, Ordering::SeqCst);
-        let done = writing.clone();
+        let (source, done) = (source.clone(), answering.clone());
         std::thread::spawn(move || {
-            let _ = request.respond(answer);
+            answer(request, &source);
             done.fetch_sub(1, Ordering::SeqCst);
         });
     }
     Ok(())
+}
+
+fn answer(request: tiny_http::Request, source: &Mutex<Source>) {
+    let accept = request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Accept"))
+        .map(|h| h.value.as_str().to_owned());
+    let response = match (request.method(), request.url()) {
+        (tiny_http::Method::Get, "/metrics" | "/metrics/") => {
+            let format = Format::accepted(accept.as_deref());
+            // One scrape reads at a time; the others wait here, not in
+            // the accepting thread.
+            let snap = source.lock().unwrap_or_else(|p| p.into_inner()).snapshot();
+            tiny_http::Response::from_string(exposition::render(&snap, format))
+                .with_header(header(format.content_type()))
+        }
+        (tiny_http::Method::Get, "/") => {
+            tiny_http::Response::from_string("claude-shim: metrics at /metrics\n")
+                .with_header(header("text/plain; charset=utf-8"))
+        }
+        _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
+    };
+    let _ = request.respond(response);
 }
 
 fn header(content_type: &str) -> tiny_http::Header {

@@ -10,9 +10,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 /// An address to listen on: `HOST:PORT` (a name that resolves, or an IP).
 pub fn parse(text: &str) -> Result<SocketAddr> {
     let t = text.trim();
-    let mut addrs = t.to_socket_addrs().map_err(|e| {
-        anyhow!("cannot listen on {t:?}: {e} (want HOST:PORT, e.g. 127.0.0.1:9464)")
-    })?;
+    let mut addrs = t
+        .to_socket_addrs()
+        .map_err(|e| anyhow!("{t:?} is not an address: {e} (want HOST:PORT, e.g. 127.0.0.1:9464)"))?;
     addrs
         .next()
         .ok_or_else(|| anyhow!("{t:?} resolves to no address"))
@@ -25,7 +25,7 @@ pub fn from_config(text: &str) -> Result<Option<String>> {
         None => Ok(None),
         Some(toml::Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Err(anyhow!(
-            "`metrics` is a {}, not a string like \"127.0.0.1:9464\"",
+            "`metrics` must be a string such as \"127.0.0.1:9464\" (found: {})",
             other.type_str()
         )),
     }
@@ -37,7 +37,7 @@ pub fn configured() -> Result<Option<SocketAddr>> {
     let Some(dir) = DataDir::existing()? else {
         return Ok(None);
     };
-    configured_in(&dir)
+    configured_in(&dir).inspect_err(|e| crate::error!("metrics: {e:#}"))
 }
 
 pub fn configured_in(dir: &DataDir) -> Result<Option<SocketAddr>> {
@@ -74,7 +74,7 @@ mod tests {
             Some("127.0.0.1:9464".into())
         );
         let e = from_config("metrics = 9464").unwrap_err().to_string();
-        assert!(e.contains("integer"), "{e}");
+        assert!(e.contains("must be a string such as"), "{e}");
         assert!(from_config("metrics = [").is_err());
         assert_eq!(parse("127.0.0.1:9464").unwrap().port(), 9464);
         let e = parse("localhost").unwrap_err().to_string();
