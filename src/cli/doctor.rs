@@ -5,6 +5,7 @@
 
 use super::command::{Failed, Run};
 use super::install;
+use facts::MetricsEndpoint;
 use crate::store::caps::BinaryKey;
 use crate::store::{Store, DB_FILE};
 use anyhow::Result;
@@ -152,6 +153,7 @@ pub fn gather(dir: Option<&Path>) -> Facts {
                 .collect();
         }
         f.db_path = Some(db);
+        f.metrics = metrics_endpoint();
     }
     let store = look_at_store(&mut f);
     f.capabilities_source = "unavailable".into();
@@ -274,6 +276,52 @@ impl Run for Doctor {
         }
         shown.map_err(Into::into)
     }
+}
+
+/// Whether the endpoint `metrics = "ADDR"` names answers with the shim's
+/// metrics (`None`: not set).
+fn metrics_endpoint() -> Option<MetricsEndpoint> {
+    use std::io::{Read, Write};
+    let addr = match crate::cli::metrics::setting::configured() {
+        Ok(None) => return None,
+        Ok(Some(a)) => a,
+        Err(e) => {
+            return Some(MetricsEndpoint::Unreadable {
+                why: format!("{e:#}"),
+            })
+        }
+    };
+    let wait = std::time::Duration::from_secs(2);
+    let silent = |why: String| {
+        Some(MetricsEndpoint::Silent {
+            addr: addr.to_string(),
+            why,
+        })
+    };
+    let mut stream = match std::net::TcpStream::connect_timeout(&addr, wait) {
+        Ok(s) => s,
+        Err(e) => return silent(e.to_string()),
+    };
+    let _ = stream.set_read_timeout(Some(wait));
+    let _ = stream.set_write_timeout(Some(wait));
+    let asked = stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: claude-shim\r\n\r\n");
+    let mut answer = Vec::new();
+    if let Err(e) = asked.and_then(|()| stream.take(1 << 20).read_to_end(&mut answer)) {
+        if answer.is_empty() {
+            return silent(format!("no answer: {e}"));
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    let status = text.lines().next().unwrap_or("").to_owned();
+    if !status.contains(" 200") {
+        return silent(format!("it answered {status:?}"));
+    }
+    if !text.contains("claude_shim_build_info") {
+        return silent("it answered, but not with the shim's metrics".into());
+    }
+    Some(MetricsEndpoint::Answers {
+        addr: addr.to_string(),
+    })
 }
 
 #[cfg(test)]

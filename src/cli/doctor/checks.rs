@@ -2,7 +2,7 @@
 //! problems, the command that fixes it. Pure, so the rules are tested as a
 //! table without touching the machine.
 
-use super::facts::Facts;
+use super::facts::{Facts, MetricsEndpoint};
 use crate::cli::human;
 use crate::cli::style::Style;
 use serde::Serialize;
@@ -66,8 +66,38 @@ pub fn judge(f: &Facts) -> Vec<Check> {
     out.extend(permission_checks(f));
     out.push(guard_check(f.guard.as_deref()));
     out.extend(warm_check(&f.warm_off));
+    out.extend(metrics_check(f.metrics.as_ref()));
     out.push(errors_check(&f.recent_errors));
     out
+}
+
+/// The endpoint `metrics = "ADDR"` names: a warning when it is silent or
+/// cannot be read (turns never read the setting: nothing else changes).
+fn metrics_check(m: Option<&MetricsEndpoint>) -> Option<Check> {
+    let name = "metrics";
+    Some(match m? {
+        MetricsEndpoint::Answers { addr } => check(
+            name,
+            Level::Ok,
+            format!("http://{addr}/metrics answers"),
+            None,
+        ),
+        MetricsEndpoint::Silent { addr, why } => check(
+            name,
+            Level::Warn,
+            format!("config.toml names http://{addr}/metrics, which does not answer: {why}"),
+            Some(
+                "start it: `claude-shim metrics --serve` (docs/metrics.md has a systemd unit), \
+                 or remove the `metrics` line from config.toml",
+            ),
+        ),
+        MetricsEndpoint::Unreadable { why } => check(
+            name,
+            Level::Warn,
+            format!("{why} (turns do not read it: they run as before)"),
+            Some("write it as `metrics = \"127.0.0.1:9464\"` in config.toml"),
+        ),
+    })
 }
 
 /// Live CLIs that did not answer: their turns run cold for an hour.

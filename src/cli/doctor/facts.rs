@@ -78,6 +78,20 @@ pub struct Facts {
     /// Binaries and places whose live CLI did not answer lately (their
     /// turns run cold for a while): `<binary> in <cwd>: <why>`.
     pub warm_off: Vec<String>,
+    /// The metrics endpoint `metrics = "ADDR"` in config.toml names.
+    pub metrics: Option<MetricsEndpoint>,
+}
+
+/// What became of the metrics endpoint config.toml names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum MetricsEndpoint {
+    /// The setting cannot be read: why.
+    Unreadable { why: String },
+    /// It answered with the shim's metrics.
+    Answers { addr: String },
+    /// Nothing (of ours) answered: why.
+    Silent { addr: String, why: String },
 }
 
 /// Room on the data directory's file system, as this user may use it.
