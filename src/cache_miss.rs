@@ -85,14 +85,16 @@ impl CacheMiss {
     }
 }
 
-/// What moves the cached prefix, as short hashes: the model, the system
-/// prompt, the tools, and a new process's start-up snapshot. Stored with
-/// each turn (`m:…;s:…;t:…;v:…`) for the session's next turn to compare.
+/// What moves the cached prefix, as short hashes: the model, the request's
+/// shape (its system prompt and tools), and a new process's start-up
+/// snapshot. Stored with each turn (`m:…;s:…;v:…`) for the session's next
+/// turn to compare. The model and shape are the CLI's own record of its
+/// request (`o…`) where the session file has one, else what the flags and
+/// environment name (`f…`); only like with like is compared.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Prefix {
     pub model: String,
-    pub system: String,
-    pub tools: String,
+    pub shape: String,
     pub snapshot: String,
 }
 
@@ -108,10 +110,7 @@ pub fn part<'a>(inputs: impl IntoIterator<Item = &'a [u8]>) -> String {
 
 impl Prefix {
     pub fn to_stored(&self) -> String {
-        format!(
-            "m:{};s:{};t:{};v:{}",
-            self.model, self.system, self.tools, self.snapshot
-        )
+        format!("m:{};s:{};v:{}", self.model, self.shape, self.snapshot)
     }
 
     /// `None`: not one this build wrote.
@@ -121,8 +120,7 @@ impl Prefix {
             let (k, v) = field.split_once(':')?;
             let slot = match k {
                 "m" => &mut p.model,
-                "s" => &mut p.system,
-                "t" => &mut p.tools,
+                "s" => &mut p.shape,
                 "v" => &mut p.snapshot,
                 _ => return None,
             };
@@ -155,11 +153,22 @@ pub struct Facts<'a> {
     pub new_process: bool,
     /// The CLI compacted the session during the turn.
     pub compacted: bool,
+    /// Where the request's shape moved since the previous turn, which part
+    /// did: [`CacheMiss::Tools`] or [`CacheMiss::SystemPrompt`] (the turn
+    /// tells, from the CLI's records of both shapes).
+    pub shape_part: Option<CacheMiss>,
 }
 
 /// The cache's lifetime: 5 minutes from the last read or write, or 1 hour.
 pub const LIFETIME_SECS: i64 = 5 * 60;
 pub const LIFETIME_1H_SECS: i64 = 60 * 60;
+
+/// Two fingerprints of one part differ: both known, from the same source
+/// (`o…`: the model the CLI answered with; `f…`: the flags and environment
+/// that name it), and unlike.
+pub fn differs(a: &str, b: &str) -> bool {
+    !a.is_empty() && !b.is_empty() && a.as_bytes()[0] == b.as_bytes()[0] && a != b
+}
 
 /// Why the turn missed its cache; `None` where it read more than it wrote.
 pub fn classify(f: &Facts<'_>) -> Option<CacheMiss> {
@@ -184,18 +193,15 @@ pub fn classify(f: &Facts<'_>) -> Option<CacheMiss> {
     let Some(p) = &prev.prefix else {
         return Some(CacheMiss::Unknown);
     };
-    // The model is part of the cache's key; then the tools array, which
-    // comes first in the prefix. The system prompt and the snapshot are
-    // kept with the session by Claude Code 2.1 (a resume sends the stored
-    // ones), so they explain a miss only where nothing else does.
-    if p.model != f.prefix.model {
+    // The model is part of the cache's key; then the request's shape (the
+    // tools array, the system prompt). The snapshot is kept with the
+    // session by Claude Code 2.1 (a resume sends the stored one), so it
+    // explains a miss only where nothing else does.
+    if differs(&p.model, &f.prefix.model) {
         return Some(CacheMiss::Model);
     }
-    if p.tools != f.prefix.tools {
-        return Some(CacheMiss::Tools);
-    }
-    if p.system != f.prefix.system {
-        return Some(CacheMiss::SystemPrompt);
+    if differs(&p.shape, &f.prefix.shape) {
+        return Some(f.shape_part.unwrap_or(CacheMiss::Tools));
     }
     if f.new_process && p.snapshot != f.prefix.snapshot {
         return Some(CacheMiss::Snapshot);
@@ -207,62 +213,66 @@ pub fn classify(f: &Facts<'_>) -> Option<CacheMiss> {
 mod tests {
     use super::*;
 
-    fn prefix(m: &str, s: &str, t: &str, v: &str) -> Prefix {
+    fn prefix(m: &str, s: &str, v: &str) -> Prefix {
         Prefix {
             model: m.into(),
-            system: s.into(),
-            tools: t.into(),
+            shape: s.into(),
             snapshot: v.into(),
+        }
+    }
+
+    fn facts<'a>(prev: &'a Previous, prefix: &'a Prefix) -> Facts<'a> {
+        Facts {
+            read: 100,
+            written: 5_000,
+            one_hour: false,
+            started_at: prev.ended_at + 60,
+            previous: Some(prev),
+            prefix,
+            new_process: true,
+            compacted: false,
+            shape_part: None,
         }
     }
 
     #[test]
     fn the_first_difference_that_explains_the_miss_names_it() {
-        let before = prefix("m", "s", "t", "v");
         let prev = Previous {
             ended_at: 1_000,
-            prefix: Some(before.clone()),
+            prefix: Some(prefix("om", "os", "v")),
         };
-        let facts = |prefix: &Prefix, started_at, new_process, compacted| {
-            classify(&Facts {
-                read: 100,
-                written: 5_000,
-                one_hour: false,
-                started_at,
-                previous: Some(&prev),
-                prefix,
-                new_process,
-                compacted,
-            })
-        };
-        let soon = 1_000 + 60;
         let later = 1_000 + LIFETIME_SECS + 1;
+        let same = prefix("om", "os", "v");
+        let moved = prefix("oM", "oS", "V");
+        let shape = prefix("om", "oS", "V");
+        let snapshot = prefix("om", "os", "V");
+        let f = |p| facts(&prev, p);
         let cases = [
-            (prefix("m", "s", "t", "v"), soon, true, true, CacheMiss::Compaction),
-            (prefix("M", "S", "T", "V"), later, true, false, CacheMiss::Idle),
-            (prefix("M", "S", "T", "v"), soon, true, false, CacheMiss::Model),
-            (prefix("m", "S", "T", "v"), soon, true, false, CacheMiss::Tools),
-            (prefix("m", "S", "t", "V"), soon, false, false, CacheMiss::SystemPrompt),
-            (prefix("m", "s", "t", "V"), soon, true, false, CacheMiss::Snapshot),
+            (Facts { compacted: true, started_at: later, ..f(&moved) }, CacheMiss::Compaction),
+            (Facts { started_at: later, ..f(&moved) }, CacheMiss::Idle),
+            (f(&moved), CacheMiss::Model),
+            (f(&shape), CacheMiss::Tools),
+            (Facts { shape_part: Some(CacheMiss::SystemPrompt), ..f(&shape) }, CacheMiss::SystemPrompt),
+            (f(&snapshot), CacheMiss::Snapshot),
             // A live process keeps its snapshot whatever changed on disk.
-            (prefix("m", "s", "t", "V"), soon, false, false, CacheMiss::Unknown),
-            (prefix("m", "s", "t", "v"), soon, true, false, CacheMiss::Unknown),
+            (Facts { new_process: false, ..f(&snapshot) }, CacheMiss::Unknown),
+            (f(&same), CacheMiss::Unknown),
         ];
-        for (p, at, new, compacted, want) in cases {
-            assert_eq!(facts(&p, at, new, compacted), Some(want), "{p:?} {at}");
+        for (facts, want) in cases {
+            assert_eq!(classify(&facts), Some(want), "{facts:?}");
         }
-        // The one-hour cache lives longer.
-        let hour = classify(&Facts {
-            read: 0,
-            written: 10,
+        // What the flags name is not compared with what the CLI recorded
+        // (an alias and its model are one), nor an unknown with anything.
+        let flags = prefix("fm", "fs", "v");
+        assert_eq!(classify(&f(&flags)), Some(CacheMiss::Unknown));
+        assert_eq!(classify(&f(&prefix("", "", "v"))), Some(CacheMiss::Unknown));
+        // The one-hour cache lives longer than five minutes.
+        let hour = Facts {
             one_hour: true,
-            started_at: 1_000 + LIFETIME_SECS + 1,
-            previous: Some(&prev),
-            prefix: &before,
-            new_process: false,
-            compacted: false,
-        });
-        assert_eq!(hour, Some(CacheMiss::Unknown));
+            started_at: later,
+            ..f(&same)
+        };
+        assert_eq!(classify(&hour), Some(CacheMiss::Unknown));
     }
 
     #[test]
@@ -277,6 +287,7 @@ mod tests {
             prefix: &p,
             new_process: true,
             compacted: true,
+            shape_part: None,
         };
         assert_eq!(classify(&f), None);
         assert_eq!(classify(&Facts { read: 0, written: 0, ..f.clone() }), None);
@@ -292,7 +303,7 @@ mod tests {
             assert_eq!(CacheMiss::from_stored(m.as_str()), Some(m));
         }
         assert_eq!(CacheMiss::from_stored("other"), None);
-        let p = prefix(&part([&b"a"[..]]), "s1", "t1", "v1");
+        let p = prefix(&format!("o{}", part([&b"a"[..]])), "os1", "v1");
         assert_eq!(Prefix::from_stored(&p.to_stored()), Some(p));
         assert_eq!(Prefix::from_stored("garbage"), None);
         assert_ne!(part([&b"ab"[..], b""]), part([&b"a"[..], b"b"]));

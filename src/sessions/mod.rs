@@ -129,6 +129,67 @@ pub fn from_tail<T>(path: &Path, pick: impl Fn(&[u8]) -> Option<T>) -> Option<T>
     None
 }
 
+/// The model and the shape (a hash of its system prompt and tools) of the
+/// last request the CLI sent, as its `api-request` record says (Claude Code
+/// 2.1 writes one per request; older releases none).
+pub fn last_request(path: &Path) -> Option<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        model: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Rec {
+        #[serde(rename = "shapeHash")]
+        shape: Option<String>,
+        params: Option<Params>,
+    }
+    from_tail(path, |line| {
+        memchr::memmem::find(line, b"\"type\":\"api-request\"")?;
+        let r: Rec = serde_json::from_slice(line).ok()?;
+        Some((r.params?.model?, r.shape?))
+    })
+}
+
+/// Of two request shapes the file records (`api-request-shape`), whether
+/// their tools differ (else their system prompts do). `None`: not both
+/// found.
+pub fn tools_differ(files: &[&Path], a: &str, b: &str) -> Option<bool> {
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        #[serde(default)]
+        tools: serde_json::Value,
+    }
+    #[derive(serde::Deserialize)]
+    struct Rec {
+        #[serde(rename = "shapeHash")]
+        hash: String,
+        shape: Shape,
+    }
+    let mut found: [Option<serde_json::Value>; 2] = [None, None];
+    for file in files {
+        let Ok(f) = std::fs::File::open(file) else {
+            continue;
+        };
+        for line in std::io::BufReader::new(f).split(b'\n').map_while(Result::ok) {
+            if memchr::memmem::find(&line, b"\"type\":\"api-request-shape\"").is_none() {
+                continue;
+            }
+            let Ok(r) = serde_json::from_slice::<Rec>(&line) else {
+                continue;
+            };
+            for (slot, want) in found.iter_mut().zip([a, b]) {
+                if r.hash == want {
+                    *slot = Some(r.shape.tools.clone());
+                }
+            }
+        }
+    }
+    match found {
+        [Some(x), Some(y)] => Some(x != y),
+        _ => None,
+    }
+}
+
 /// The uuid of the last main-thread assistant record.
 pub fn last_assistant_uuid(path: &Path) -> Option<String> {
     from_tail(path, assistant_uuid)

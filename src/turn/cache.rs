@@ -12,17 +12,20 @@ use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-/// The flags whose values shape each part of the request's prefix.
+/// The flags whose values shape each part of the request's prefix, where
+/// the session file has no record of the request (releases before 2.1).
 const MODEL: &[&str] = &["model"];
-const SYSTEM: &[&str] = &[
+/// The system prompt and the tools (`--mcp-config` and `--allowedTools`
+/// move nothing: MCP tools are announced in a message, permissions are not
+/// in the request).
+const SHAPE: &[&str] = &[
     "system-prompt",
     "system-prompt-file",
     "append-system-prompt",
     "append-system-prompt-file",
+    "tools",
+    "disallowedTools",
 ];
-/// (`--mcp-config` and `--allowedTools` move nothing: MCP tools are
-/// announced in a message, permissions are not in the request.)
-const TOOLS: &[&str] = &["tools", "disallowedTools"];
 /// Files a new process reads into its start-up snapshot, in each directory
 /// from the cwd up, and in the config dir.
 const MEMORY_FILES: &[&str] = &["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"];
@@ -55,9 +58,8 @@ pub(super) fn prefix(
         model.push(model_env.unwrap_or("").as_bytes().to_vec());
     }
     Prefix {
-        model: part(model.iter().map(Vec::as_slice)),
-        system: part(flags(SYSTEM).iter().map(Vec::as_slice)),
-        tools: part(flags(TOOLS).iter().map(Vec::as_slice)),
+        model: format!("f{}", part(model.iter().map(Vec::as_slice))),
+        shape: format!("f{}", part(flags(SHAPE).iter().map(Vec::as_slice))),
         snapshot: part(snapshot(cli, config_dir, cwd).iter().map(Vec::as_slice)),
     }
 }
@@ -100,6 +102,20 @@ fn snapshot(cli: &Path, config_dir: &Path, cwd: &str) -> Vec<Vec<u8>> {
     out
 }
 
+/// The model and shape the CLI recorded of its last request, where its
+/// session file has them: they replace what the flags name (an alias, a
+/// setting, a remap all resolve to them).
+pub(super) fn as_sent(prefix: &Prefix, session_file: Option<&Path>) -> Prefix {
+    match session_file.and_then(crate::sessions::last_request) {
+        Some((model, shape)) => Prefix {
+            model: format!("o{}", part([model.as_bytes()])),
+            shape: format!("o{shape}"),
+            ..prefix.clone()
+        },
+        None => prefix.clone(),
+    }
+}
+
 /// What [`miss`] needs of the run.
 pub(super) struct Run<'a> {
     pub plan: &'a Plan,
@@ -113,6 +129,19 @@ pub(super) struct Run<'a> {
     /// Whether the CLI compacted the session during the run (asked only on
     /// a miss: it may read the session file).
     pub compacted: &'a dyn Fn() -> bool,
+    /// The session files that record the requests' shapes (the run's, and
+    /// the one it resumed).
+    pub files: &'a [&'a Path],
+}
+
+/// The session a plan resumes (its previous turn is that session's).
+pub(super) fn source(plan: &Plan) -> Option<&str> {
+    match plan {
+        Plan::Resume { session, .. } | Plan::Caller { session } | Plan::Continue { session, .. } => {
+            Some(session)
+        }
+        Plan::Fresh { .. } | Plan::AsIs { .. } => None,
+    }
 }
 
 /// Why the run missed its cache; `None` where it read its cache, or was
@@ -125,17 +154,25 @@ pub(super) fn miss(store: &Store, r: &Run<'_>) -> Option<CacheMiss> {
     if usage.cache_creation_input_tokens <= usage.cache_read_input_tokens {
         return None;
     }
-    let source = match r.plan {
-        Plan::Resume { session, .. } | Plan::Caller { session } | Plan::Continue { session, .. } => {
-            session
-        }
-        Plan::Fresh { .. } | Plan::AsIs { .. } => return None,
-    };
+    let source = source(r.plan)?;
     let previous = store
         .previous_run(source, r.row)
         .map_err(|e| crate::error!("reading the session's previous run: {e:#}"))
         .ok()
         .flatten();
+    // Which part of the shape moved, told from the CLI's records of both.
+    let shape_part = previous
+        .as_ref()
+        .and_then(|p| p.prefix.as_ref())
+        .filter(|p| cache_miss::differs(&p.shape, &r.prefix.shape))
+        .and_then(|p| {
+            let (a, b) = (p.shape.strip_prefix('o')?, r.prefix.shape.strip_prefix('o')?);
+            crate::sessions::tools_differ(r.files, a, b)
+        })
+        .map(|tools| match tools {
+            true => CacheMiss::Tools,
+            false => CacheMiss::SystemPrompt,
+        });
     cache_miss::classify(&Facts {
         read: usage.cache_read_input_tokens,
         written: usage.cache_creation_input_tokens,
@@ -145,6 +182,7 @@ pub(super) fn miss(store: &Store, r: &Run<'_>) -> Option<CacheMiss> {
         prefix: r.prefix,
         new_process: r.engine != Engine::Warm,
         compacted: (r.compacted)(),
+        shape_part,
     })
 }
 
@@ -163,13 +201,13 @@ mod tests {
         let base = of(&["-p", "hi"], dir.path());
         let model = of(&["-p", "hi", "--model", "opus"], dir.path());
         assert_ne!(model.model, base.model);
-        assert_eq!((model.system.as_str(), model.tools.as_str()), (base.system.as_str(), base.tools.as_str()));
+        assert_eq!(model.shape, base.shape);
         let system = of(&["-p", "hi", "--append-system-prompt", "be brief"], dir.path());
-        assert_ne!(system.system, base.system);
+        assert_ne!(system.shape, base.shape);
         assert_eq!(system.model, base.model);
         let tools = of(&["-p", "hi", "--disallowedTools", "Bash"], dir.path());
-        assert_ne!(tools.tools, base.tools);
-        assert_eq!(tools.system, base.system);
+        assert_ne!(tools.shape, base.shape);
+        assert_ne!(tools.shape, system.shape);
         // The prompt and flags that do not shape the prefix move nothing.
         assert_eq!(of(&["-p", "other", "--verbose"], dir.path()), base);
         // A memory file is part of a new process's snapshot.
@@ -184,6 +222,6 @@ mod tests {
         let one = of(&["-p", "hi", "--system-prompt-file", &f], dir.path());
         std::fs::write(&file, "two").unwrap();
         let two = of(&["-p", "hi", "--system-prompt-file", &f], dir.path());
-        assert_ne!(one.system, two.system);
+        assert_ne!(one.shape, two.shape);
     }
 }

@@ -382,6 +382,11 @@ impl Turn<'_> {
         let spent = ran.before.spent(place, &ran.plan, finished);
         let why = self.ctx.why_with_live(&ran.reason.text);
         let timing = crate::timeline::now();
+        let file = sessions::find(&place.config_dir, ran.plan.target_session());
+        let prefix = super::cache::as_sent(&self.prefix, file.as_deref());
+        let resumed = super::cache::source(&ran.plan)
+            .and_then(|s| sessions::find(&place.config_dir, s));
+        let files: Vec<&std::path::Path> = file.iter().chain(&resumed).map(|p| p.as_path()).collect();
         let cache_miss = super::cache::miss(
             &place.store.lock(),
             &super::cache::Run {
@@ -389,10 +394,11 @@ impl Turn<'_> {
                 kind: ran.kind,
                 engine,
                 spent: &spent,
-                prefix: &self.prefix,
+                prefix: &prefix,
                 row: ran.recorder.run_row(),
                 timing: &timing,
                 compacted: &|| ran.before.compacted(place, &ran.plan, finished),
+                files: &files,
             },
         );
         let run = Run {
@@ -409,7 +415,7 @@ impl Turn<'_> {
             engine,
             replay_misses_prefix: ran.recorder.replay_misses_prefix(),
             cache_miss,
-            prefix: Some(&self.prefix),
+            prefix: Some(&prefix),
             timing: Some(timing),
             errors: crate::log::errors_logged(),
         };

@@ -9,7 +9,7 @@
 //! Every `/v1/messages` request is logged with its parsed body and a usage figure that
 //! models prompt caching on the request's content (see [`CacheModel`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -234,9 +234,17 @@ pub struct CacheUsage {
 /// the longest prefix found among those that an earlier request wrote is a cache read;
 /// from there to the last breakpoint is a cache write (every breakpoint prefix is
 /// recorded); after the last breakpoint is plain input.
+///
+/// An entry lives 5 minutes from its last write or read (1 hour where its
+/// breakpoint says `"ttl": "1h"`), on the model's own clock, which a test moves
+/// on ([`CacheModel::advance`]) instead of waiting.
 #[derive(Debug, Default)]
 pub struct CacheModel {
-    seen: HashSet<[u8; 32]>,
+    /// Prefix hash → when it expires, in seconds on the model's clock.
+    seen: HashMap<[u8; 32], u64>,
+    /// Seconds the clock was moved on.
+    advanced: u64,
+    started: Option<std::time::Instant>,
 }
 
 /// How many block positions before a breakpoint the API checks for a hit.
@@ -252,8 +260,25 @@ impl CacheModel {
         self.seen.clear();
     }
 
+    /// Move the model's clock on by `d`: entries idle longer than their
+    /// lifetime expire, as the API's do.
+    pub fn advance(&mut self, d: Duration) {
+        self.advanced += d.as_secs();
+    }
+
+    fn now(&mut self) -> u64 {
+        self.started
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed()
+            .as_secs()
+            + self.advanced
+    }
+
     /// Compute the usage of `body` and record the prefixes it writes.
     pub fn account(&mut self, body: &Value) -> CacheUsage {
+        let now = self.now();
+        let lifetime = cache_lifetime(body);
+        self.seen.retain(|_, expires| *expires > now);
         let blocks = cacheable_blocks(body);
         let mut hasher = Sha256::new();
         let model = body.get("model").and_then(Value::as_str).unwrap_or("");
@@ -288,7 +313,7 @@ impl CacheModel {
             let lo = bp.saturating_sub(CACHE_LOOKBACK_BLOCKS - 1);
             if let Some(j) = (lo..=bp)
                 .rev()
-                .find(|&j| self.seen.contains(&prefix_hash[j]))
+                .find(|&j| self.seen.contains_key(&prefix_hash[j]))
             {
                 hit = Some(hit.map_or(j, |h| h.max(j)));
             }
@@ -297,8 +322,9 @@ impl CacheModel {
         let read = tokens_for_bytes(read_bytes);
         let upto_last = tokens_for_bytes(cum[last_bp]);
         let all = tokens_for_bytes(total);
-        for &bp in &breakpoints {
-            self.seen.insert(prefix_hash[bp]);
+        // A write, or a read, starts the entry's lifetime again.
+        for j in breakpoints.iter().copied().chain(hit) {
+            self.seen.insert(prefix_hash[j], now + lifetime);
         }
         CacheUsage {
             content_bytes: total,
@@ -306,6 +332,19 @@ impl CacheModel {
             cache_write: upto_last - read,
             cache_read: read,
         }
+    }
+}
+
+/// How long a request's cache entries live, in seconds: an hour where a
+/// breakpoint asks for it (`"ttl": "1h"`), else 5 minutes.
+fn cache_lifetime(body: &Value) -> u64 {
+    let asks_hour = serde_json::to_string(body)
+        .map(|s| s.contains("\"ttl\":\"1h\""))
+        .unwrap_or(false);
+    if asks_hour {
+        3600
+    } else {
+        300
     }
 }
 
@@ -521,6 +560,11 @@ impl ApiServer {
     }
 
     /// Forget every cached prefix.
+    /// Move the cache model's clock on (see [`CacheModel::advance`]).
+    pub fn advance_cache_clock(&self, d: Duration) {
+        self.shared.lock().cache.advance(d);
+    }
+
     pub fn clear_cache(&self) {
         self.shared.lock().cache.clear();
     }
