@@ -14,8 +14,10 @@
 //!    process and without a store: `deltas`, `timeline::now`, and the
 //!    turn's prefix fingerprint (a copy of the private `turn::cache::prefix`
 //!    over the public `argv::parse` and `cache_miss::part`: its stat calls
-//!    and hashes); and `Totals::previous_run`, which only a turn that missed
-//!    its cache asks.
+//!    and hashes); the session file's part (`sessions::find`, and
+//!    `sessions::last_request`: each turn reads its session file's tail for
+//!    the model and shape of the CLI's last request); and
+//!    `Totals::previous_run`, which only a turn that missed its cache asks.
 //! 2. **A scrape** with 1,000 and with 100,000 turns in the store, the
 //!    stores interleaved: `Store::totals` + `cli_versions`,
 //!    `exposition::render`, the whole `Source::snapshot` + render as the
@@ -331,6 +333,42 @@ struct Place {
     cli: PathBuf,
 }
 
+/// A session of Claude Code 2.1 (an `api-request` record each request).
+const SESSION_21: &str = "21000000-0000-4000-8000-000000000021";
+/// A session without one (releases before 2.1; the tests' fake CLI).
+const SESSION_OLD: &str = "0d000000-0000-4000-8000-0000000000d0";
+/// Project directories under the config dir (`sessions::find` reads them).
+const PROJECTS: usize = 30;
+
+/// A session file of about `bytes` shaped like the CLI's: per turn a user
+/// message, an attachment, the API request's record (where `api_request`)
+/// and a two-block answer.
+fn session_file(path: &Path, bytes: usize, api_request: bool) {
+    let filler = "lorem ipsum dolor sit amet ".repeat(150);
+    let mut out = String::with_capacity(bytes + (64 << 10));
+    let mut turn = 0;
+    while out.len() < bytes {
+        turn += 1;
+        out.push_str(&format!(
+            "{{\"type\":\"user\",\"cwd\":\"/w\",\"version\":\"2.1.330\",\"message\":{{\"role\":\"user\",\"content\":\"question {turn}\"}}}}\n"
+        ));
+        out.push_str(&format!(
+            "{{\"type\":\"attachment\",\"attachment\":{{\"content\":\"{filler}\"}}}}\n"
+        ));
+        if api_request {
+            out.push_str(&format!(
+                "{{\"type\":\"api-request\",\"shapeHash\":\"{turn:012x}\",\"params\":{{\"model\":\"claude-sonnet-4-5-20250929\",\"max_tokens\":32000,\"stream\":true}}}}\n"
+            ));
+        }
+        for block in ["text", "tool_use"] {
+            out.push_str(&format!(
+                "{{\"type\":\"assistant\",\"message\":{{\"id\":\"m{turn}\",\"model\":\"claude-sonnet-4-5-20250929\",\"content\":[{{\"type\":\"{block}\",\"text\":\"{filler}\"}}],\"usage\":{{\"input_tokens\":10,\"output_tokens\":2}}}}}}\n"
+            ));
+        }
+    }
+    std::fs::write(path, out).expect("session file");
+}
+
 fn place() -> Place {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().canonicalize().expect("canonicalize");
@@ -348,6 +386,17 @@ fn place() -> Place {
     .expect("ref");
     std::fs::write(repo.join("CLAUDE.md"), "Use the house style.\n").expect("CLAUDE.md");
     std::fs::write(config_dir.join("CLAUDE.md"), "Be brief.\n").expect("CLAUDE.md");
+    for i in 0..PROJECTS {
+        std::fs::create_dir_all(config_dir.join(format!("projects/-home-someone-projects-p{i}")))
+            .expect("mkdir project");
+    }
+    let project = config_dir.join(format!("projects/-home-someone-projects-p{}", PROJECTS - 1));
+    session_file(&project.join(format!("{SESSION_21}.jsonl")), 2 << 20, true);
+    session_file(
+        &project.join(format!("{SESSION_OLD}.jsonl")),
+        5 << 20,
+        false,
+    );
     Place {
         _dir: dir,
         cwd: cwd.to_string_lossy().into_owned(),
@@ -359,18 +408,13 @@ fn place() -> Place {
 // A copy of the private `turn::cache::prefix` (src/turn/cache.rs), over the
 // public `argv::parse` and `cache_miss::part`: keep it in step.
 const MODEL: &[&str] = &["model"];
-const SYSTEM: &[&str] = &[
+const SHAPE: &[&str] = &[
     "system-prompt",
     "system-prompt-file",
     "append-system-prompt",
     "append-system-prompt-file",
-];
-const TOOLS: &[&str] = &[
     "tools",
     "disallowedTools",
-    "mcp-config",
-    "strict-mcp-config",
-    "agents",
 ];
 const MEMORY_FILES: &[&str] = &["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"];
 
@@ -400,9 +444,8 @@ fn prefix_copy(
         model.push(model_env.unwrap_or("").as_bytes().to_vec());
     }
     Prefix {
-        model: part(model.iter().map(Vec::as_slice)),
-        system: part(flags(SYSTEM).iter().map(Vec::as_slice)),
-        tools: part(flags(TOOLS).iter().map(Vec::as_slice)),
+        model: format!("f{}", part(model.iter().map(Vec::as_slice))),
+        shape: format!("f{}", part(flags(SHAPE).iter().map(Vec::as_slice))),
         snapshot: part(snapshot(cli, config_dir, cwd).iter().map(Vec::as_slice)),
     }
 }
@@ -677,7 +720,9 @@ fn record_section(seeded: &[(usize, tempfile::TempDir)], p: &Prefix) -> Vec<(Str
     added
 }
 
-fn pure_section(p: &Place) -> (f64, f64, f64) {
+/// p50s, µs: (deltas, timeline::now, prefix, the session file's part of a
+/// typical turn: two `sessions::find` and one `last_request` of a 2.1 file).
+fn pure_section(p: &Place) -> (f64, f64, f64, f64) {
     println!("\n## The rest of a turn's part, in process (µs a call; p50 / p90)\n");
     let o = owned(7);
     let pf = Prefix::default();
@@ -717,6 +762,20 @@ fn pure_section(p: &Place) -> (f64, f64, f64) {
     let parts = per_call(1000, 100, || {
         std::hint::black_box(part([b"sonnet".as_slice(), b"model".as_slice()]));
     });
+    use claude_shim::sessions;
+    let find = per_call(1000, 10, || {
+        std::hint::black_box(sessions::find(&p.config_dir, SESSION_21).expect("found"));
+    });
+    let file_21 = sessions::find(&p.config_dir, SESSION_21).expect("found");
+    let file_old = sessions::find(&p.config_dir, SESSION_OLD).expect("found");
+    assert!(sessions::last_request(&file_21).is_some());
+    assert!(sessions::last_request(&file_old).is_none());
+    let last_21 = per_call(1000, 1, || {
+        std::hint::black_box(sessions::last_request(&file_21));
+    });
+    let last_old = per_call(200, 1, || {
+        std::hint::black_box(sessions::last_request(&file_old));
+    });
     let depth = Path::new(&p.cwd).ancestors().count();
     let show = |label: &str, v: &[f64]| {
         println!(
@@ -735,11 +794,26 @@ fn pure_section(p: &Place) -> (f64, f64, f64) {
         &format!("turn::cache::prefix (copy; cwd {depth} levels deep in a git checkout)"),
         &prefix,
     );
-    show("  of which cache_miss::part, one of its 4 hashes", &parts);
+    show("  of which cache_miss::part, one of its hashes", &parts);
+    show(
+        &format!(
+            "sessions::find (the turn's file among {PROJECTS} project dirs; twice a resumed turn)"
+        ),
+        &find,
+    );
+    show(
+        "sessions::last_request, a 2 MiB 2.1 session (its record in the last 64 KiB)",
+        &last_21,
+    );
+    show(
+        "sessions::last_request, a 5 MiB session without one (reads 64 KiB + 1 + 4 MiB)",
+        &last_old,
+    );
     (
         quantile(&deltas, 0.5),
         quantile(&now, 0.5),
         quantile(&prefix, 0.5),
+        2.0 * quantile(&find, 0.5) + quantile(&last_21, 0.5),
     )
 }
 
@@ -1221,13 +1295,13 @@ fn main() {
     let mut summary = Vec::new();
     if on("record") {
         let added = record_section(&seeded, &prefix);
-        let (deltas, now, pfx) = pure_section(&place);
+        let (deltas, now, pfx, file) = pure_section(&place);
         let most = |f: fn(&(String, f64, f64)) -> f64| added.iter().map(f).fold(f64::NAN, f64::max);
         let (p50, means) = (most(|a| a.1), most(|a| a.2));
         for (what, record) in [("medians", p50), ("means (checkpoints amortised)", means)] {
-            let per_turn = record + now + pfx;
+            let per_turn = record + now + pfx + file;
             summary.push(format!(
-                "what the metrics add to a turn, by {what}: record (B − A) {} + prefix {pfx:.1} + timeline::now {now:.2} = {per_turn:.0} µs at most ({:.3} ms; goal ≤ 0.2 ms: {}); deltas {deltas:.1} µs of it is inside B",
+                "what the metrics add to a turn, by {what}: record (B − A) {} + prefix {pfx:.1} + session file (2 finds, last_request) {file:.1} + timeline::now {now:.2} = {per_turn:.0} µs at most ({:.3} ms; goal ≤ 0.2 ms: {}); deltas {deltas:.1} µs of it is inside B",
                 added
                     .iter()
                     .map(|(s, a, m)| format!("{:+.1} µs ({s})", if what == "medians" { *a } else { *m }))

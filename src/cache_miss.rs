@@ -265,7 +265,8 @@ mod tests {
         // (an alias and its model are one), nor an unknown with anything.
         let flags = prefix("fm", "fs", "v");
         assert_eq!(classify(&f(&flags)), Some(CacheMiss::Unknown));
-        assert_eq!(classify(&f(&prefix("", "", "v"))), Some(CacheMiss::Unknown));
+        let unknown = prefix("", "", "v");
+        assert_eq!(classify(&f(&unknown)), Some(CacheMiss::Unknown));
         // The one-hour cache lives longer than five minutes.
         let hour = Facts {
             one_hour: true,
