@@ -25,6 +25,7 @@ mod fleet;
 mod held;
 mod isolation;
 mod long_argv;
+mod metrics;
 mod packages;
 mod passthrough;
 mod resume;

@@ -18,6 +18,7 @@ pub mod mask;
 pub mod mount;
 pub mod postgres;
 pub mod process;
+pub mod prometheus;
 pub mod sandbox;
 pub mod sdk;
 pub mod store;
