@@ -419,3 +419,34 @@ fn sixteen_turns_from_two_hosts_branching_from_one_node_never_resume_one_session
             .collect::<Vec<_>>()
     );
 }
+
+/// Metrics on a fleet: each replica serves `metrics --serve`, one Prometheus
+/// scrapes both, and each counts only the turns it ran, so the sum over the
+/// replicas is every turn once, as the shared runs log holds them.
+#[test]
+fn each_replica_counts_the_turns_it_ran_and_prometheus_sums_them_once() {
+    use crate::support::prometheus::{Endpoint, Prometheus};
+    let f = Fleet::new("metrics", false);
+    let endpoints = [0, 1].map(|h| Endpoint::serve(f.hosts[h].cli(&[])));
+    let targets: Vec<String> = endpoints.iter().map(|e| e.addr.clone()).collect();
+    let prom = Prometheus::scraping(&targets);
+    prom.wait_for("sum(up{job=\"claude-shim\"})", 2.0);
+    let hosts = [0, 1, 1, 0, 1];
+    let mut history = Vec::new();
+    for (k, &host) in hosts.iter().enumerate() {
+        f.say(host, Client::Wrapper, &mut history, &question(k + 1));
+    }
+    let logged = f.runs().len();
+    assert_eq!(logged, hosts.len(), "{}", f.context());
+    prom.wait_for("sum(claude_shim_turns_total)", logged as f64);
+    for (h, e) in endpoints.iter().enumerate() {
+        let ran = hosts.iter().filter(|&&x| x == h).count() as f64;
+        let q = format!("sum(claude_shim_turns_total{{instance=\"{}\"}})", e.addr);
+        assert_eq!(prom.value(&q), ran, "replica {h}\n{}", f.context());
+    }
+    let resumed = prom.value("sum(claude_shim_turns_total{kind=\"resumed\"})");
+    assert_eq!(resumed, (hosts.len() - 1) as f64, "{}", f.context());
+    for h in 0..2 {
+        assert!(f.errors(h).is_none(), "{}", f.context());
+    }
+}

@@ -42,11 +42,15 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(pg: Pg, local: Option<DataDir>) -> Shared {
-        let dir = local.as_ref().map(|d| d.path().as_os_str().as_encoded_bytes());
+        // The data dir as configured, whether or not this process uses it
+        // (a turn does; `metrics` does not): both name one replica.
+        let dir = crate::data_dir::configured()
+            .or_else(|| local.as_ref().map(|d| d.path().to_path_buf()))
+            .unwrap_or_default();
         let replica = format!(
             "{}:{}",
             pg.host,
-            crate::cache_miss::part(dir.into_iter())
+            crate::cache_miss::part([dir.as_os_str().as_encoded_bytes()])
         );
         Shared {
             pg: RefCell::new(pg),
