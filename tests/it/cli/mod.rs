@@ -9,6 +9,7 @@ mod doctor;
 mod init;
 mod install;
 mod log;
+mod metrics;
 mod pins;
 mod pipe;
 mod stats;
