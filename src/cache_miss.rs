@@ -203,7 +203,7 @@ pub fn classify(f: &Facts<'_>) -> Option<CacheMiss> {
     if differs(&p.shape, &f.prefix.shape) {
         return Some(f.shape_part.unwrap_or(CacheMiss::Tools));
     }
-    if f.new_process && p.snapshot != f.prefix.snapshot {
+    if f.new_process && !p.snapshot.is_empty() && p.snapshot != f.prefix.snapshot {
         return Some(CacheMiss::Snapshot);
     }
     Some(CacheMiss::Unknown)
@@ -248,14 +248,39 @@ mod tests {
         let snapshot = prefix("om", "os", "V");
         let f = |p| facts(&prev, p);
         let cases = [
-            (Facts { compacted: true, started_at: later, ..f(&moved) }, CacheMiss::Compaction),
-            (Facts { started_at: later, ..f(&moved) }, CacheMiss::Idle),
+            (
+                Facts {
+                    compacted: true,
+                    started_at: later,
+                    ..f(&moved)
+                },
+                CacheMiss::Compaction,
+            ),
+            (
+                Facts {
+                    started_at: later,
+                    ..f(&moved)
+                },
+                CacheMiss::Idle,
+            ),
             (f(&moved), CacheMiss::Model),
             (f(&shape), CacheMiss::Tools),
-            (Facts { shape_part: Some(CacheMiss::SystemPrompt), ..f(&shape) }, CacheMiss::SystemPrompt),
+            (
+                Facts {
+                    shape_part: Some(CacheMiss::SystemPrompt),
+                    ..f(&shape)
+                },
+                CacheMiss::SystemPrompt,
+            ),
             (f(&snapshot), CacheMiss::Snapshot),
             // A live process keeps its snapshot whatever changed on disk.
-            (Facts { new_process: false, ..f(&snapshot) }, CacheMiss::Unknown),
+            (
+                Facts {
+                    new_process: false,
+                    ..f(&snapshot)
+                },
+                CacheMiss::Unknown,
+            ),
             (f(&same), CacheMiss::Unknown),
         ];
         for (facts, want) in cases {
@@ -291,9 +316,21 @@ mod tests {
             shape_part: None,
         };
         assert_eq!(classify(&f), None);
-        assert_eq!(classify(&Facts { read: 0, written: 0, ..f.clone() }), None);
         assert_eq!(
-            classify(&Facts { read: 0, written: 1, compacted: false, ..f }),
+            classify(&Facts {
+                read: 0,
+                written: 0,
+                ..f.clone()
+            }),
+            None
+        );
+        assert_eq!(
+            classify(&Facts {
+                read: 0,
+                written: 1,
+                compacted: false,
+                ..f
+            }),
             Some(CacheMiss::Unknown)
         );
     }

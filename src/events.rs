@@ -154,10 +154,8 @@ impl Usage {
         self.cache_creation_input_tokens += o.cache_creation_input_tokens;
         self.cache_read_input_tokens += o.cache_read_input_tokens;
         self.output_tokens += o.output_tokens;
-        self.cache_creation.ephemeral_5m_input_tokens +=
-            o.cache_creation.ephemeral_5m_input_tokens;
-        self.cache_creation.ephemeral_1h_input_tokens +=
-            o.cache_creation.ephemeral_1h_input_tokens;
+        self.cache_creation.ephemeral_5m_input_tokens += o.cache_creation.ephemeral_5m_input_tokens;
+        self.cache_creation.ephemeral_1h_input_tokens += o.cache_creation.ephemeral_1h_input_tokens;
     }
 }
 

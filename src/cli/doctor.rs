@@ -5,11 +5,11 @@
 
 use super::command::{Failed, Run};
 use super::install;
-use facts::MetricsEndpoint;
 use crate::store::caps::BinaryKey;
 use crate::store::{Store, DB_FILE};
 use anyhow::Result;
 use clap::Args;
+use facts::MetricsEndpoint;
 use serde::Serialize;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;

@@ -5,8 +5,8 @@
 use super::command::Run;
 use super::store_access::{canonical_dir, existing_store};
 use super::{human, style, style::Style};
-use crate::store::report::{LogRow, Tokens};
 use crate::cache_miss::CacheMiss;
+use crate::store::report::{LogRow, Tokens};
 use crate::store::runs::{Engine, Kind};
 use crate::text::duration;
 use anyhow::Result;
@@ -483,7 +483,7 @@ mod tests {
             output: 5,
         });
         missed.cache_miss = Some(CacheMiss::Idle);
-        let t = text(&[missed.clone()], &view(None));
+        let t = text(std::slice::from_ref(&missed), &view(None));
         assert!(
             t.contains("resumed; missed the prompt cache (12,000 tokens written, 0 read): the session sat idle longer than the cache lives"),
             "{t}"
@@ -492,7 +492,7 @@ mod tests {
         assert_eq!(json["cache_miss"], "idle");
         // A first turn says nothing of it, and its code is null.
         let fresh = row("2026-11-22 14:03", "fresh", Some("first"));
-        assert!(!text(&[fresh.clone()], &view(None)).contains("prompt cache"));
+        assert!(!text(std::slice::from_ref(&fresh), &view(None)).contains("prompt cache"));
         assert!(serde_json::to_value(json_turn(&fresh)).unwrap()["cache_miss"].is_null());
     }
 

@@ -143,7 +143,15 @@ pub fn last_request(path: &Path) -> Option<(String, String)> {
         shape: Option<String>,
         params: Option<Params>,
     }
-    from_tail(path, |line| {
+    // Only the last 64 KiB: the record comes just before the turn's reply
+    // (a file without one, before 2.1, is not read further).
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(64 << 10)))
+        .ok()?;
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf).ok()?;
+    buf.split(|&b| b == b'\n').rev().find_map(|line| {
         memchr::memmem::find(line, b"\"type\":\"api-request\"")?;
         let r: Rec = serde_json::from_slice(line).ok()?;
         Some((r.params?.model?, r.shape?))
@@ -170,7 +178,10 @@ pub fn tools_differ(files: &[&Path], a: &str, b: &str) -> Option<bool> {
         let Ok(f) = std::fs::File::open(file) else {
             continue;
         };
-        for line in std::io::BufReader::new(f).split(b'\n').map_while(Result::ok) {
+        for line in std::io::BufReader::new(f)
+            .split(b'\n')
+            .map_while(Result::ok)
+        {
             if memchr::memmem::find(&line, b"\"type\":\"api-request-shape\"").is_none() {
                 continue;
             }

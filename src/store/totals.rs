@@ -347,7 +347,10 @@ mod tests {
     #[test]
     fn a_turn_adds_to_its_kind_engine_tokens_cost_and_buckets() {
         let d = deltas(&run(), "sqlite");
-        assert_eq!(find(&d, TURNS, "kind=resumed,engine=warm").unwrap().value, 1.0);
+        assert_eq!(
+            find(&d, TURNS, "kind=resumed,engine=warm").unwrap().value,
+            1.0
+        );
         assert!(find(&d, FALLBACKS, "reason=resumed").is_none());
         assert!(d.iter().all(|x| x.family != TURNS_FAILED));
         assert_eq!(find(&d, PROMPT_RECEIVED, "").unwrap().value, 4_000.0);
@@ -358,7 +361,10 @@ mod tests {
         // 900 tokens of history read instead of written, at 0.01 over
         // 10 + 125 + 200 + 100 input-token prices each.
         let saved = find(&d, SAVED, "").unwrap().value;
-        assert!((saved - 0.01 / 435.0 * 900.0 * 1.15).abs() < 1e-12, "{saved}");
+        assert!(
+            (saved - 0.01 / 435.0 * 900.0 * 1.15).abs() < 1e-12,
+            "{saved}"
+        );
         assert_eq!(find(&d, OVERHEAD, "le=0.002").unwrap().value, 1.0);
         assert_eq!(find(&d, OVERHEAD, "sum").unwrap().value, 0.0015);
         assert_eq!(find(&d, FIRST_BYTE, "le=+Inf").unwrap().value, 1.0);

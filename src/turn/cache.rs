@@ -30,14 +30,14 @@ const SHAPE: &[&str] = &[
 /// from the cwd up, and in the config dir.
 const MEMORY_FILES: &[&str] = &["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"];
 
-/// The turn's prefix fingerprint. `cli`: the real binary (its build is part
-/// of a new process's snapshot); `model_env`: `ANTHROPIC_MODEL`.
+/// The turn's prefix fingerprint. `model_env`: `ANTHROPIC_MODEL`;
+/// `snapshot`: where a new process takes its start-up snapshot (the real
+/// binary, the config dir, the cwd), for a CLI that takes one anew in each
+/// process (`None`: it keeps it with the session).
 pub(super) fn prefix(
     args: &[OsString],
     model_env: Option<&str>,
-    cli: &Path,
-    config_dir: &Path,
-    cwd: &str,
+    snapshot: Option<(&Path, &Path, &str)>,
 ) -> Prefix {
     let parsed = crate::argv::parse(args).unwrap_or_default();
     let flags = |names: &[&str]| -> Vec<Vec<u8>> {
@@ -60,7 +60,15 @@ pub(super) fn prefix(
     Prefix {
         model: format!("f{}", part(model.iter().map(Vec::as_slice))),
         shape: format!("f{}", part(flags(SHAPE).iter().map(Vec::as_slice))),
-        snapshot: part(snapshot(cli, config_dir, cwd).iter().map(Vec::as_slice)),
+        snapshot: snapshot
+            .map(|(cli, config_dir, cwd)| {
+                part(
+                    self::snapshot(cli, config_dir, cwd)
+                        .iter()
+                        .map(Vec::as_slice),
+                )
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -137,9 +145,9 @@ pub(super) struct Run<'a> {
 /// The session a plan resumes (its previous turn is that session's).
 pub(super) fn source(plan: &Plan) -> Option<&str> {
     match plan {
-        Plan::Resume { session, .. } | Plan::Caller { session } | Plan::Continue { session, .. } => {
-            Some(session)
-        }
+        Plan::Resume { session, .. }
+        | Plan::Caller { session }
+        | Plan::Continue { session, .. } => Some(session),
         Plan::Fresh { .. } | Plan::AsIs { .. } => None,
     }
 }
@@ -166,7 +174,10 @@ pub(super) fn miss(store: &Store, r: &Run<'_>) -> Option<CacheMiss> {
         .and_then(|p| p.prefix.as_ref())
         .filter(|p| cache_miss::differs(&p.shape, &r.prefix.shape))
         .and_then(|p| {
-            let (a, b) = (p.shape.strip_prefix('o')?, r.prefix.shape.strip_prefix('o')?);
+            let (a, b) = (
+                p.shape.strip_prefix('o')?,
+                r.prefix.shape.strip_prefix('o')?,
+            );
             crate::sessions::tools_differ(r.files, a, b)
         })
         .map(|tools| match tools {
@@ -192,7 +203,8 @@ mod tests {
 
     fn of(args: &[&str], cwd: &Path) -> Prefix {
         let v: Vec<OsString> = args.iter().map(Into::into).collect();
-        prefix(&v, None, Path::new("/nonexistent/claude"), cwd, &cwd.to_string_lossy())
+        let at = (Path::new("/nonexistent/claude"), cwd, cwd.to_str().unwrap());
+        prefix(&v, None, Some(at))
     }
 
     #[test]
@@ -202,7 +214,10 @@ mod tests {
         let model = of(&["-p", "hi", "--model", "opus"], dir.path());
         assert_ne!(model.model, base.model);
         assert_eq!(model.shape, base.shape);
-        let system = of(&["-p", "hi", "--append-system-prompt", "be brief"], dir.path());
+        let system = of(
+            &["-p", "hi", "--append-system-prompt", "be brief"],
+            dir.path(),
+        );
         assert_ne!(system.shape, base.shape);
         assert_eq!(system.model, base.model);
         let tools = of(&["-p", "hi", "--disallowedTools", "Bash"], dir.path());

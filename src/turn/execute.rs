@@ -29,6 +29,9 @@ pub(super) struct Prepared {
     pub(super) resume_instead: Option<(Plan, Attempt, Option<String>)>,
     /// Which turn this is (its attempts are recorded under it).
     pub(super) turn: TurnKey,
+    /// The CLI computes its start-up snapshot anew in each process (before
+    /// 2.1; later releases keep it with the session): worth a fingerprint.
+    pub(super) snapshot_moves: bool,
 }
 
 /// Which turn of which conversation this is (retries of it share it).
@@ -194,6 +197,7 @@ pub(super) fn execute(
         head_before,
         resume_instead,
         turn: key,
+        snapshot_moves,
     } = p;
     let t = Turn {
         ctx,
@@ -204,9 +208,7 @@ pub(super) fn execute(
         prefix: super::cache::prefix(
             ctx.args,
             env::cli_model().as_deref(),
-            ctx.real,
-            &place.config_dir,
-            &place.cwd,
+            snapshot_moves.then_some((ctx.real, place.config_dir.as_path(), place.cwd.as_str())),
         ),
     };
     let kind = kind_of(&plan);
@@ -384,9 +386,13 @@ impl Turn<'_> {
         let timing = crate::timeline::now();
         let file = sessions::find(&place.config_dir, ran.plan.target_session());
         let prefix = super::cache::as_sent(&self.prefix, file.as_deref());
+        // A fork's parent holds its previous turn's records (in place, the
+        // file is the same).
         let resumed = super::cache::source(&ran.plan)
+            .filter(|s| *s != ran.plan.target_session())
             .and_then(|s| sessions::find(&place.config_dir, s));
-        let files: Vec<&std::path::Path> = file.iter().chain(&resumed).map(|p| p.as_path()).collect();
+        let files: Vec<&std::path::Path> =
+            file.iter().chain(&resumed).map(|p| p.as_path()).collect();
         let cache_miss = super::cache::miss(
             &place.store.lock(),
             &super::cache::Run {
@@ -760,6 +766,7 @@ mod tests {
                 head_before: Some("A1".into()),
                 resume_instead: instead.map(|p| (p.clone(), attempt(&p), None)),
                 turn: self.key.clone(),
+                snapshot_moves: false,
                 plan,
             }
         }

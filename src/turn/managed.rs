@@ -83,6 +83,8 @@ fn prepare(
         false => None,
     };
     crate::timeline::waited_for_store(waited.elapsed());
+    // Before 2.1 each new process computed its start-up snapshot anew.
+    let snapshot_moves = crate::probe::release(&caps.version).is_some_and(|v| v < (2, 1, 0));
     let facts = plan::Facts {
         caller_session: ctx.managed.caller_resume.clone(),
         forced_fresh: env::fresh(),
@@ -167,6 +169,7 @@ fn prepare(
         head_before,
         resume_instead,
         turn,
+        snapshot_moves,
     }))
 }
 

@@ -78,7 +78,11 @@ fn a_resumed_turn_that_read_its_cache_says_so() {
     let turn = newest(&w);
     assert_eq!(turn["kind"], "resumed", "{turn}");
     assert!(turn["cache_miss"].is_null(), "{turn}");
-    assert!(log_text(&w).contains("read its prompt cache"), "{}", log_text(&w));
+    assert!(
+        log_text(&w).contains("read its prompt cache"),
+        "{}",
+        log_text(&w)
+    );
     assert_eq!(misses(&w, "unknown"), 0.0);
 }
 
@@ -112,12 +116,16 @@ fn another_model() {
     }
     let overloaded = "claude-opus-5-5";
     w.server.set_error(move |req: &LoggedRequest| {
-        (req.is_main() && req.model() == Some(overloaded))
-            .then(|| (529, "Overloaded".to_owned()))
+        (req.is_main() && req.model() == Some(overloaded)).then(|| (529, "Overloaded".to_owned()))
     });
-    let out = w.send(w.sb.shimmed(args), "third message", |o| text_reply(&o.stdout));
+    let out = w.send(w.sb.shimmed(args), "third message", |o| {
+        text_reply(&o.stdout)
+    });
     assert!(out.status.success(), "{}\n{}", describe(&out), w.context());
-    assert_eq!(w.server.last_main().unwrap().model(), Some("claude-sonnet-4-5"));
+    assert_eq!(
+        w.server.last_main().unwrap().model(),
+        Some("claude-sonnet-4-5")
+    );
     assert_missed(&w, "model", "the model changed");
 }
 
@@ -155,9 +163,6 @@ fn a_compaction() {
     w.sb.set_env("CLAUDE_SHIM_WARM", "0");
     w.turn("first message");
     w.turn("second message");
-    w.turn_env(
-        "third message",
-        &[("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "1")],
-    );
+    w.turn_env("third message", &[("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "1")]);
     assert_missed(&w, "compaction", "compacted the session");
 }

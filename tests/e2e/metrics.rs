@@ -22,7 +22,11 @@ fn logged(w: &World) -> Vec<Value> {
 fn by_kind_engine(turns: &[Value]) -> BTreeMap<String, f64> {
     let mut m = BTreeMap::new();
     for t in turns {
-        let key = format!("{},{}", t["kind"].as_str().unwrap(), t["engine"].as_str().unwrap());
+        let key = format!(
+            "{},{}",
+            t["kind"].as_str().unwrap(),
+            t["engine"].as_str().unwrap()
+        );
         *m.entry(key).or_default() += 1.0;
     }
     m
@@ -62,7 +66,10 @@ fn prometheus_counts_what_log_shows() {
     let turns = logged(&w);
     let kinds: Vec<&str> = turns.iter().map(|t| t["kind"].as_str().unwrap()).collect();
     assert!(kinds.contains(&"fallback"), "{kinds:?}\n{}", w.context());
-    let engines: Vec<&str> = turns.iter().map(|t| t["engine"].as_str().unwrap()).collect();
+    let engines: Vec<&str> = turns
+        .iter()
+        .map(|t| t["engine"].as_str().unwrap())
+        .collect();
     assert!(engines.contains(&"warm"), "{engines:?}\n{}", w.context());
     prom.wait_for("sum(claude_shim_turns_total)", turns.len() as f64);
 
@@ -70,7 +77,11 @@ fn prometheus_counts_what_log_shows() {
         .query("sum by (kind, engine) (claude_shim_turns_total)")
         .into_iter()
         .map(|(m, v)| {
-            let key = format!("{},{}", m["kind"].as_str().unwrap(), m["engine"].as_str().unwrap());
+            let key = format!(
+                "{},{}",
+                m["kind"].as_str().unwrap(),
+                m["engine"].as_str().unwrap()
+            );
             (key, v)
         })
         .collect();
@@ -79,7 +90,10 @@ fn prometheus_counts_what_log_shows() {
         prom.value("sum(claude_shim_fallbacks_total{reason=\"resume-refused\"})"),
         1.0
     );
-    for (ty, field) in [("cacheRead", "cache_read"), ("cacheCreation", "cache_write")] {
+    for (ty, field) in [
+        ("cacheRead", "cache_read"),
+        ("cacheCreation", "cache_write"),
+    ] {
         assert_eq!(
             prom.value(&format!("sum(claude_shim_tokens_total{{type=\"{ty}\"}})")),
             token_sum(&turns, field),
@@ -87,7 +101,10 @@ fn prometheus_counts_what_log_shows() {
         );
     }
     let bytes_in: f64 = turns.iter().filter_map(|t| t["bytes_in"].as_f64()).sum();
-    assert_eq!(prom.value("claude_shim_prompt_received_bytes_total"), bytes_in);
+    assert_eq!(
+        prom.value("claude_shim_prompt_received_bytes_total"),
+        bytes_in
+    );
     assert_eq!(
         prom.value("claude_shim_overhead_seconds_count"),
         turns.len() as f64

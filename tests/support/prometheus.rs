@@ -72,7 +72,10 @@ impl Prometheus {
         let port = free_port();
         let child = Command::new(binary("prometheus"))
             .arg(format!("--config.file={}", file.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .arg("--log.level=warn")
             .stdin(Stdio::null())
@@ -86,7 +89,7 @@ impl Prometheus {
             _dir: dir,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !p.get("/-/ready").is_some_and(|(code, _)| code == 200) {
+        while p.get("/-/ready").is_none_or(|(code, _)| code != 200) {
             assert!(Instant::now() < deadline, "prometheus did not get ready");
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -104,7 +107,10 @@ impl Prometheus {
         let code = status.split_whitespace().nth(1)?.parse().ok()?;
         let mut rest = String::new();
         r.read_to_string(&mut rest).ok()?;
-        let body = rest.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+        let body = rest
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_owned();
         Some((code, body))
     }
 
@@ -190,7 +196,10 @@ impl Endpoint {
         if !first.starts_with("serving metrics at") {
             let _ = child.kill();
             let out = child.wait_with_output().expect("wait");
-            panic!("metrics --serve did not start: {first}{}", describe(&out.into()));
+            panic!(
+                "metrics --serve did not start: {first}{}",
+                describe(&out.into())
+            );
         }
         Endpoint { child, addr }
     }

@@ -267,11 +267,7 @@ fn keeper(e: &mut DescriptorEncoder, k: Option<&Status>) -> Result<(), Error> {
         "CLIs the keeper started (live or ready), since it started",
         &[(vec![], c.started)],
     )?;
-    let ended: Vec<(Labels, u64)> = c
-        .ended
-        .iter()
-        .map(|(r, n)| (one("cause", r), *n))
-        .collect();
+    let ended: Vec<(Labels, u64)> = c.ended.iter().map(|(r, n)| (one("cause", r), *n)).collect();
     counter(
         e,
         "claude_shim_keeper_clis_ended",
@@ -334,7 +330,10 @@ mod tests {
         // The classic text (node_exporter's textfile collector) knows no
         // info type: a gauge.
         let classic = render(&s, Format::Prometheus);
-        assert!(classic.contains("# TYPE claude_shim_build_info gauge"), "{classic}");
+        assert!(
+            classic.contains("# TYPE claude_shim_build_info gauge"),
+            "{classic}"
+        );
         assert!(!classic.contains("# EOF"), "{classic}");
     }
 }

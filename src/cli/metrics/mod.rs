@@ -24,7 +24,12 @@ pub struct Metrics {
     pub serve: Option<String>,
     /// The text printed: `prometheus` (what node_exporter's textfile
     /// collector reads) or `openmetrics`. A scrape gets what it asks for.
-    #[arg(long, value_enum, default_value = "prometheus", conflicts_with = "serve")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "prometheus",
+        conflicts_with = "serve"
+    )]
     pub format: exposition::Format,
 }
 

@@ -22,7 +22,9 @@ impl Source {
     pub fn snapshot(&mut self) -> Snapshot {
         let dir = crate::data_dir::DataDir::existing().ok().flatten();
         let mut snap = Snapshot {
-            keeper: dir.as_ref().and_then(crate::warm::client::Keeper::status_of),
+            keeper: dir
+                .as_ref()
+                .and_then(crate::warm::client::Keeper::status_of),
             ..Snapshot::default()
         };
         if self.store.is_none() {
@@ -63,13 +65,16 @@ pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
     let server = tiny_http::Server::http(addr).map_err(|e| {
         let msg = format!("cannot listen on {addr}: {e}");
         crate::error!("metrics: {msg}");
-        anyhow!("{msg} (another process holds the port? choose another with --serve HOST:PORT)")
+        anyhow!("{msg} (another process holds the port? choose another with --serve IP:PORT)")
     })?;
     let local = server
         .server_addr()
         .to_ip()
         .map_or(addr.to_string(), |a| a.to_string());
-    writeln!(out, "serving metrics at http://{local}/metrics (Ctrl-C stops)")?;
+    writeln!(
+        out,
+        "serving metrics at http://{local}/metrics (Ctrl-C stops)"
+    )?;
     out.flush()?;
     let source = Arc::new(Mutex::new(Source::default()));
     let answering = Arc::new(AtomicUsize::new(0));

@@ -5,17 +5,21 @@
 use crate::data_dir::DataDir;
 use crate::store::backend::CONFIG_FILE;
 use anyhow::{anyhow, Context, Result};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 
-/// An address to listen on: `HOST:PORT` (a name that resolves, or an IP).
+/// An address to listen on: `IP:PORT` (`[IPv6]:PORT`), or `localhost:PORT`
+/// for 127.0.0.1. No name is looked up: the packages' static binary asks
+/// no resolver.
 pub fn parse(text: &str) -> Result<SocketAddr> {
     let t = text.trim();
-    let mut addrs = t
-        .to_socket_addrs()
-        .map_err(|e| anyhow!("{t:?} is not an address: {e} (want HOST:PORT, e.g. 127.0.0.1:9464)"))?;
-    addrs
-        .next()
-        .ok_or_else(|| anyhow!("{t:?} resolves to no address"))
+    let local = t
+        .strip_prefix("localhost:")
+        .map(|port| format!("127.0.0.1:{port}"));
+    local
+        .as_deref()
+        .unwrap_or(t)
+        .parse()
+        .map_err(|e| anyhow!("{t:?} is not an address: {e} (want IP:PORT, e.g. 127.0.0.1:9464)"))
 }
 
 /// `metrics = "…"` from a config file's text: `None` when not set.
@@ -48,8 +52,8 @@ pub fn configured_in(dir: &DataDir) -> Result<Option<SocketAddr>> {
     else {
         return Ok(None);
     };
-    let text = String::from_utf8(bytes)
-        .map_err(|_| anyhow!("reading {}: not UTF-8", file.display()))?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| anyhow!("reading {}: not UTF-8", file.display()))?;
     let value = from_config(&text).with_context(|| format!("reading {}", file.display()))?;
     value
         .map(|v| parse(&v).with_context(|| format!("`metrics` in {}", file.display())))
@@ -77,7 +81,12 @@ mod tests {
         assert!(e.contains("must be a string such as"), "{e}");
         assert!(from_config("metrics = [").is_err());
         assert_eq!(parse("127.0.0.1:9464").unwrap().port(), 9464);
+        assert_eq!(
+            parse("localhost:9464").unwrap().to_string(),
+            "127.0.0.1:9464"
+        );
+        assert_eq!(parse("[::1]:9").unwrap().port(), 9);
         let e = parse("localhost").unwrap_err().to_string();
-        assert!(e.contains("HOST:PORT"), "{e}");
+        assert!(e.contains("IP:PORT"), "{e}");
     }
 }

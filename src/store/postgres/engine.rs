@@ -4,6 +4,7 @@
 //! host knows in its data dir (`caps::HostCopy`).
 
 use super::conn::Pg;
+use crate::cache_miss::Previous;
 use crate::data_dir::DataDir;
 use crate::identity::{Chain, Node, Scope};
 use crate::sessions::scan::Scan;
@@ -16,10 +17,9 @@ use crate::store::pins::{Elsewhere, Lease, NewPin, Ownership, Pin, Pins};
 use crate::store::prompts::{Kept, Prompted, Prompts, CANDIDATES, HEAD, MAX_PROMPT};
 use crate::store::report::{Health, LogRow, PinRow, Removed, Report, RunRow};
 use crate::store::runs::{Run, Runs};
-use crate::cache_miss::Previous;
 use crate::store::scans::Scans;
-use crate::store::totals::{Total, Totals};
 use crate::store::sqlite::LocalTime;
+use crate::store::totals::{Total, Totals};
 use crate::store::transcripts::{Chunk, Fleet};
 use anyhow::Result;
 use std::cell::{RefCell, RefMut};

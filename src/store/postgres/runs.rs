@@ -1,11 +1,11 @@
 //! The runs log and the attempts of a turn: as `store::{runs, attempts}`.
 
 use super::conn::{call, owned, Pg, Typed};
+use crate::cache_miss::{Prefix, Previous};
 use crate::events::Usage;
 use crate::identity::Node;
-use crate::store::types::attempts::{AttemptRow, Outcome};
-use crate::cache_miss::{Prefix, Previous};
 use crate::store::totals::{self, Total};
+use crate::store::types::attempts::{AttemptRow, Outcome};
 use crate::store::types::runs::Run;
 use anyhow::Result;
 
@@ -32,7 +32,12 @@ impl Pg {
              DO UPDATE SET value = metric_totals.value + EXCLUDED.value",
             vec![
                 owned(replica.to_owned()),
-                owned(deltas.iter().map(|d| d.family.to_owned()).collect::<Vec<_>>()),
+                owned(
+                    deltas
+                        .iter()
+                        .map(|d| d.family.to_owned())
+                        .collect::<Vec<_>>(),
+                ),
                 owned(deltas.iter().map(|d| d.labels.clone()).collect::<Vec<_>>()),
                 owned(deltas.iter().map(|d| d.value).collect::<Vec<_>>()),
             ],

@@ -1,11 +1,11 @@
 //! `Runs` ([`crate::store::runs`]) in the SQLite file.
 
 use super::local::Local;
+use crate::cache_miss::{Prefix, Previous};
 use crate::store::runs::*;
+use crate::store::totals::{self, Total, Totals};
 use crate::store::types::runs::Run;
 use anyhow::Result;
-use crate::cache_miss::{Prefix, Previous};
-use crate::store::totals::{self, Total, Totals};
 use rusqlite::{params, OptionalExtension};
 
 impl Runs for Local {
@@ -91,22 +91,17 @@ impl Local {
     }
 }
 
-/// Add a turn's deltas to the running totals: one statement.
+/// Add a turn's deltas to the running totals: one short statement, parsed
+/// once per connection and run per delta (a statement of every delta's
+/// parameters cost more to parse than all the runs of this one).
 fn add_totals(conn: &rusqlite::Connection, deltas: &[totals::Delta]) -> Result<()> {
-    if deltas.is_empty() {
-        return Ok(());
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO metric_totals (family, labels, value) VALUES (?1, ?2, ?3)
+         ON CONFLICT (family, labels) DO UPDATE SET value = value + excluded.value",
+    )?;
+    for d in deltas {
+        stmt.execute(params![d.family, d.labels, d.value])?;
     }
-    let values = vec!["(?, ?, ?)"; deltas.len()].join(", ");
-    let sql = format!(
-        "INSERT INTO metric_totals (family, labels, value) VALUES {values}
-         ON CONFLICT (family, labels) DO UPDATE SET value = value + excluded.value"
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let params: Vec<&dyn rusqlite::ToSql> = deltas
-        .iter()
-        .flat_map(|d| [&d.family as &dyn rusqlite::ToSql, &d.labels, &d.value])
-        .collect();
-    stmt.execute(params.as_slice())?;
     Ok(())
 }
 

@@ -510,7 +510,11 @@ impl Pool {
                     Some(status) if status.success() => End::Exited,
                     _ => End::Crashed,
                 });
-                *self.counters.ended.entry(how.as_str().to_owned()).or_default() += 1;
+                *self
+                    .counters
+                    .ended
+                    .entry(how.as_str().to_owned())
+                    .or_default() += 1;
                 if e.leased {
                     if let Some(store) = &self.store {
                         let _ = store.release_lease(&e.session, std::process::id() as i32);

@@ -176,7 +176,11 @@ fn table_shows_time_kind_short_session_and_the_reason_plainly_when_piped() {
         "another turn was still running in the session"
     );
     assert!(lines[3].contains("10/800/12,000/300"), "{out}");
-    assert_eq!(lines[4].trim(), RESUMED.1, "{out}");
+    assert_eq!(
+        lines[4].trim(),
+        format!("{}; read its prompt cache (12,000 tokens)", RESUMED.1),
+        "{out}"
+    );
     assert!(lines[5].contains("$0.0123"), "{out}");
     assert_eq!(
         lines[6].trim(),

@@ -43,11 +43,15 @@ fn turns_run_as_before(s: &Sandbox) {
 fn scrape(addr: &str) -> (String, String) {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).expect("read the answer");
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (head.lines().next().unwrap_or("").to_owned(), body.to_owned())
+    (
+        head.lines().next().unwrap_or("").to_owned(),
+        body.to_owned(),
+    )
 }
 
 #[test]
@@ -107,7 +111,9 @@ fn scrapes_during_a_turn_and_stalled_clients_hold_up_nothing() {
     let mut half = TcpStream::connect(&addr).unwrap();
     half.write_all(b"GET /metr").unwrap();
     let mut unread = TcpStream::connect(&addr).unwrap();
-    unread.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    unread
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
 
     let mut chat = Chat::new(Client::Wrapper);
     say(&s, &mut chat, &tag("m", 1));

@@ -76,6 +76,7 @@ fn cases() -> Vec<(&'static str, Vec<&'static str>)> {
         ("status", vec!["status"]),
         ("stats", vec!["stats"]),
         ("log", vec!["log"]),
+        ("metrics", vec!["metrics"]),
         ("pins", vec!["pins"]),
         ("forget", vec!["forget", "--all"]),
         ("gc", vec!["gc", "--dry-run"]),
