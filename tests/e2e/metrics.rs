@@ -125,3 +125,45 @@ fn prometheus_counts_what_log_shows() {
     );
     w.assert_no_shim_errors();
 }
+
+/// The fenced block of `lang` that follows `heading` in docs/metrics.md.
+fn doc_block(heading: &str, lang: &str) -> String {
+    let doc = include_str!("../../docs/metrics.md");
+    let after = &doc[doc.find(heading).expect("the heading")..];
+    let open = format!("```{lang}\n");
+    let start = after.find(&open).expect("the block") + open.len();
+    let len = after[start..].find("```").expect("its end");
+    after[start..start + len].to_owned()
+}
+
+/// docs/metrics.md's alert rules pass `promtool check rules`, and each of its
+/// PromQL recipes is a query a real Prometheus answers.
+#[test]
+fn the_documented_rules_and_queries_are_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("claude-shim.rules.yml");
+    std::fs::write(&rules, doc_block("## Alerts", "yaml")).unwrap();
+    let mut cmd = std::process::Command::new("promtool");
+    cmd.args(["check", "rules"]).arg(&rules);
+    let out = run(cmd, b"");
+    assert!(out.status.success(), "{}", describe(&out));
+
+    let w = World::new();
+    let endpoint = Endpoint::serve(w.sb.cli(&[]));
+    let prom = Prometheus::scraping(std::slice::from_ref(&endpoint.addr));
+    prom.wait_for("up{job=\"claude-shim\"}", 1.0);
+    // Each expression: a line, and the indented lines that continue it.
+    let mut queries: Vec<String> = Vec::new();
+    for line in doc_block("## PromQL", "promql").lines() {
+        match line {
+            l if l.trim().is_empty() || l.starts_with('#') => {}
+            l if l.starts_with(' ') => queries.last_mut().unwrap().push_str(l),
+            l => queries.push(l.to_owned()),
+        }
+    }
+    assert!(queries.len() > 10, "{queries:?}");
+    for q in queries {
+        // `query` asserts the answer is 200 (a query that does not parse is 400).
+        prom.query(&q);
+    }
+}
