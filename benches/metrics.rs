@@ -12,9 +12,9 @@
 //!    UPSERT's statement is prepared anew each time (a turn is one process,
 //!    its statement cache empty), and also timed with it cached. Then, in
 //!    process and without a store: `deltas`, `timeline::now`, and the
-//!    turn's prefix fingerprint (a copy of the private `turn::cache::prefix`
-//!    over the public `argv::parse` and `cache_miss::part`: its stat calls
-//!    and hashes); the session file's part (`sessions::find`, and
+//!    turn's prefix fingerprint (`turn::cache::prefix`, for a CLI of 2.1 or
+//!    later: no start-up snapshot, whose stat calls only older CLIs pay); the
+//!    session file's part (`sessions::find`, and
 //!    `sessions::last_request`: each turn reads its session file's tail for
 //!    the model and shape of the CLI's last request); and
 //!    `Totals::previous_run`, which only a turn that missed its cache asks.
@@ -57,7 +57,7 @@ use claude_shim::timeline::Timing;
 use measure::{env_or, machine, quantile};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{symlink, MetadataExt};
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -405,85 +405,6 @@ fn place() -> Place {
     }
 }
 
-// A copy of the private `turn::cache::prefix` (src/turn/cache.rs), over the
-// public `argv::parse` and `cache_miss::part`: keep it in step.
-const MODEL: &[&str] = &["model"];
-const SHAPE: &[&str] = &[
-    "system-prompt",
-    "system-prompt-file",
-    "append-system-prompt",
-    "append-system-prompt-file",
-    "tools",
-    "disallowedTools",
-];
-const MEMORY_FILES: &[&str] = &["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"];
-
-fn prefix_copy(
-    args: &[OsString],
-    model_env: Option<&str>,
-    cli: &Path,
-    config_dir: &Path,
-    cwd: &str,
-) -> Prefix {
-    let parsed = claude_shim::argv::parse(args).unwrap_or_default();
-    let flags = |names: &[&str]| -> Vec<Vec<u8>> {
-        let mut v = Vec::new();
-        for n in names {
-            for u in parsed.uses(n) {
-                v.push(n.as_bytes().to_vec());
-                v.extend(u.values.iter().map(|x| x.as_bytes().to_vec()));
-                if n.ends_with("-file") {
-                    v.extend(u.values.iter().map(|f| file_bytes(Path::new(f))));
-                }
-            }
-        }
-        v
-    };
-    let mut model = flags(MODEL);
-    if model.is_empty() {
-        model.push(model_env.unwrap_or("").as_bytes().to_vec());
-    }
-    Prefix {
-        model: format!("f{}", part(model.iter().map(Vec::as_slice))),
-        shape: format!("f{}", part(flags(SHAPE).iter().map(Vec::as_slice))),
-        snapshot: part(snapshot(cli, config_dir, cwd).iter().map(Vec::as_slice)),
-    }
-}
-
-fn file_bytes(path: &Path) -> Vec<u8> {
-    std::fs::read(path).unwrap_or_default()
-}
-
-fn snapshot(cli: &Path, config_dir: &Path, cwd: &str) -> Vec<Vec<u8>> {
-    let stat = |p: &Path| -> Option<Vec<u8>> {
-        let m = std::fs::metadata(p).ok()?;
-        let mut v = p.as_os_str().as_encoded_bytes().to_vec();
-        v.extend(m.len().to_le_bytes());
-        v.extend(m.mtime().to_le_bytes());
-        v.extend(m.mtime_nsec().to_le_bytes());
-        Some(v)
-    };
-    let mut out: Vec<Vec<u8>> = stat(cli).into_iter().collect();
-    let mut repo = None;
-    for dir in Path::new(cwd).ancestors() {
-        out.extend(MEMORY_FILES.iter().filter_map(|f| stat(&dir.join(f))));
-        if repo.is_none() && dir.join(".git").exists() {
-            repo = Some(dir.join(".git"));
-        }
-    }
-    if let Some(git) = repo {
-        let head = file_bytes(&git.join("HEAD"));
-        let target = std::str::from_utf8(&head)
-            .ok()
-            .and_then(|h| h.trim().strip_prefix("ref: "))
-            .map(|r| file_bytes(&git.join(r)));
-        out.push(head);
-        out.extend(target);
-    }
-    out.extend(stat(&config_dir.join("CLAUDE.md")));
-    out
-}
-
 /// The record cases, in the order they are timed.
 const RECORD_CASES: [&str; 5] = [
     "A  row, the build before",
@@ -751,12 +672,10 @@ fn pure_section(p: &Place) -> (f64, f64, f64, f64) {
     .collect();
     let model_env = claude_shim::env::cli_model();
     let prefix = per_call(2000, 1, || {
-        std::hint::black_box(prefix_copy(
+        std::hint::black_box(claude_shim::turn::cache::prefix(
             &args,
             model_env.as_deref(),
-            &p.cli,
-            &p.config_dir,
-            &p.cwd,
+            None,
         ));
     });
     let parts = per_call(1000, 100, || {
@@ -791,7 +710,7 @@ fn pure_section(p: &Place) -> (f64, f64, f64, f64) {
     );
     show("timeline::now()", &now);
     show(
-        &format!("turn::cache::prefix (copy; cwd {depth} levels deep in a git checkout)"),
+        &format!("turn::cache::prefix (2.1: flags only; cwd {depth} levels deep)"),
         &prefix,
     );
     show("  of which cache_miss::part, one of its hashes", &parts);
@@ -806,14 +725,14 @@ fn pure_section(p: &Place) -> (f64, f64, f64, f64) {
         &last_21,
     );
     show(
-        "sessions::last_request, a 5 MiB session without one (reads 64 KiB + 1 + 4 MiB)",
+        "sessions::last_request, a 5 MiB session without one (reads its last 64 KiB)",
         &last_old,
     );
     (
         quantile(&deltas, 0.5),
         quantile(&now, 0.5),
         quantile(&prefix, 0.5),
-        2.0 * quantile(&find, 0.5) + quantile(&last_21, 0.5),
+        quantile(&find, 0.5) + quantile(&last_21, 0.5),
     )
 }
 
@@ -1276,7 +1195,11 @@ fn main() {
         .iter()
         .map(OsString::from)
         .collect();
-    let prefix = prefix_copy(&args, None, &place.cli, &place.config_dir, &place.cwd);
+    let prefix = claude_shim::turn::cache::prefix(
+        &args,
+        None,
+        Some((&place.cli, &place.config_dir, &place.cwd)),
+    );
     let mut seeded: Vec<(usize, tempfile::TempDir)> = Vec::new();
     if on("record") || on("scrape") {
         for &size in &sizes {
@@ -1301,7 +1224,7 @@ fn main() {
         for (what, record) in [("medians", p50), ("means (checkpoints amortised)", means)] {
             let per_turn = record + now + pfx + file;
             summary.push(format!(
-                "what the metrics add to a turn, by {what}: record (B − A) {} + prefix {pfx:.1} + session file (2 finds, last_request) {file:.1} + timeline::now {now:.2} = {per_turn:.0} µs at most ({:.3} ms; goal ≤ 0.2 ms: {}); deltas {deltas:.1} µs of it is inside B",
+                "what the metrics add to a turn, by {what}: record (B − A) {} + prefix {pfx:.1} + session file (find, last_request) {file:.1} + timeline::now {now:.2} = {per_turn:.0} µs at most ({:.3} ms; goal ≤ 0.2 ms: {}); deltas {deltas:.1} µs of it is inside B",
                 added
                     .iter()
                     .map(|(s, a, m)| format!("{:+.1} µs ({s})", if what == "medians" { *a } else { *m }))

@@ -34,7 +34,7 @@ const MEMORY_FILES: &[&str] = &["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.
 /// `snapshot`: where a new process takes its start-up snapshot (the real
 /// binary, the config dir, the cwd), for a CLI that takes one anew in each
 /// process (`None`: it keeps it with the session).
-pub(super) fn prefix(
+pub fn prefix(
     args: &[OsString],
     model_env: Option<&str>,
     snapshot: Option<(&Path, &Path, &str)>,
@@ -113,7 +113,7 @@ fn snapshot(cli: &Path, config_dir: &Path, cwd: &str) -> Vec<Vec<u8>> {
 /// The model and shape the CLI recorded of its last request, where its
 /// session file has them: they replace what the flags name (an alias, a
 /// setting, a remap all resolve to them).
-pub(super) fn as_sent(prefix: &Prefix, session_file: Option<&Path>) -> Prefix {
+pub fn as_sent(prefix: &Prefix, session_file: Option<&Path>) -> Prefix {
     match session_file.and_then(crate::sessions::last_request) {
         Some((model, shape)) => Prefix {
             model: format!("o{}", part([model.as_bytes()])),

@@ -18,7 +18,9 @@
 //! argv and input, and so does a panic in the shim's own logic.
 
 pub mod attempt;
-mod cache;
+/// What moves a turn's cached prefix, and why it missed its cache (`pub`
+/// for the benches, which time it).
+pub mod cache;
 mod caller_side;
 pub mod content;
 mod execute;

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use crate::support::clients::text_reply;
-use crate::support::{describe, run, ApiServer, LoggedRequest, World};
+use crate::support::{describe, run, LoggedRequest, World};
 use serde_json::Value;
 
 /// A cold conversation (no live CLIs: each turn a new process, as most callers
@@ -147,18 +147,7 @@ fn settings(w: &World, json: &str) {
 /// does): its history becomes a summary the cache never saw.
 #[test]
 fn a_compaction() {
-    let server = ApiServer::start();
-    server.set_reply(|req: &LoggedRequest| {
-        let asks_summary = req.user_texts().iter().any(|t| {
-            t.trim_start()
-                .starts_with("CRITICAL: Respond with TEXT ONLY")
-        });
-        if asks_summary {
-            "<analysis>read it</analysis>\n\n<summary>SUMMARY</summary>".to_owned()
-        } else {
-            format!("answer {}", req.index)
-        }
-    });
+    let server = crate::compaction::server();
     let mut w = World::with_server(server);
     w.sb.set_env("CLAUDE_SHIM_WARM", "0");
     w.turn("first message");

@@ -11,8 +11,9 @@ use serde_json::Value;
 
 const SUMMARY: &str = "SUMMARY-OF-THE-CONVERSATION";
 
-/// Replies name the turn; a compaction request gets a summary.
-fn server() -> ApiServer {
+/// Replies name the turn; a compaction request gets a summary (also
+/// `cache_miss`'s compacting server).
+pub(crate) fn server() -> ApiServer {
     let server = ApiServer::start();
     server.set_reply(|req: &LoggedRequest| {
         let asks_summary = req.user_texts().iter().any(|t| {
