@@ -62,6 +62,8 @@ pub fn error(msg: std::fmt::Arguments<'_>) {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
+        // One line an error: `doctor` reads them back line by line.
+        let msg = msg.to_string().replace('\n', " ");
         let _ = file.write_all(format!("{secs} {msg}\n").as_bytes());
     }
 }

@@ -281,23 +281,37 @@ impl Run for Doctor {
 /// Whether the endpoint `metrics = "ADDR"` names answers with the shim's
 /// metrics (`None`: not set).
 fn metrics_endpoint() -> Option<MetricsEndpoint> {
+    use crate::cli::metrics::setting::{self, Problem};
     use std::io::{Read, Write};
-    let addr = match crate::cli::metrics::setting::configured() {
+    let addr = match setting::configured() {
         Ok(None) => return None,
         Ok(Some(a)) => a,
-        Err(e) => {
+        Err(Problem::File(e)) => {
+            return Some(MetricsEndpoint::Broken {
+                why: format!("{e:#}"),
+            })
+        }
+        Err(Problem::Value(e)) => {
             return Some(MetricsEndpoint::Unreadable {
                 why: format!("{e:#}"),
             })
         }
     };
     let wait = std::time::Duration::from_secs(2);
-    let silent = |why: String| {
-        Some(MetricsEndpoint::Silent {
-            addr: addr.to_string(),
-            why,
-        })
-    };
+    let (silent, other) = (
+        |why: String| {
+            Some(MetricsEndpoint::Silent {
+                addr: addr.to_string(),
+                why,
+            })
+        },
+        |what: String| {
+            Some(MetricsEndpoint::Other {
+                addr: addr.to_string(),
+                what,
+            })
+        },
+    );
     let mut stream = match std::net::TcpStream::connect_timeout(&addr, wait) {
         Ok(s) => s,
         Err(e) => return silent(e.to_string()),
@@ -306,21 +320,19 @@ fn metrics_endpoint() -> Option<MetricsEndpoint> {
     let _ = stream.set_write_timeout(Some(wait));
     let asked = stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: claude-shim\r\n\r\n");
     let mut answer = Vec::new();
-    if let Err(e) = asked.and_then(|()| stream.take(1 << 20).read_to_end(&mut answer)) {
-        if answer.is_empty() {
-            return silent(format!("no answer: {e}"));
-        }
+    if asked.and_then(|()| stream.take(1 << 20).read_to_end(&mut answer)).is_err() && answer.is_empty() {
+        return silent("something accepts connections there but sent no answer within 2 s".into());
     }
     let text = String::from_utf8_lossy(&answer);
-    let status = text.lines().next().unwrap_or("").to_owned();
-    if !status.contains(" 200") {
-        return silent(format!("it answered {status:?}"));
+    let status = text.lines().next().unwrap_or("").trim().to_owned();
+    if !status.contains(" 200") || !text.contains("claude_shim_build_info") {
+        return other(status);
     }
-    if !text.contains("claude_shim_build_info") {
-        return silent("it answered, but not with the shim's metrics".into());
-    }
-    Some(MetricsEndpoint::Answers {
-        addr: addr.to_string(),
+    let ours = format!("data_dir=\"{}\"", crate::cli::metrics::data_dir_id());
+    let addr = addr.to_string();
+    Some(match text.contains(&ours) {
+        true => MetricsEndpoint::Answers { addr },
+        false => MetricsEndpoint::Elsewhere { addr },
     })
 }
 

@@ -75,27 +75,50 @@ pub fn judge(f: &Facts) -> Vec<Check> {
 /// cannot be read (turns never read the setting: nothing else changes).
 fn metrics_check(m: Option<&MetricsEndpoint>) -> Option<Check> {
     let name = "metrics";
+    const START: &str = "start it: `claude-shim metrics --serve` (docs/metrics.md has a systemd \
+                         unit), or remove the `metrics` line from config.toml";
     Some(match m? {
         MetricsEndpoint::Answers { addr } => check(
             name,
             Level::Ok,
-            format!("http://{addr}/metrics answers"),
+            format!("http://{addr}/metrics answers with this data dir's figures"),
             None,
+        ),
+        MetricsEndpoint::Elsewhere { addr } => check(
+            name,
+            Level::Warn,
+            format!(
+                "http://{addr}/metrics answers with the figures of another data dir (a service \
+                 started with another HOME or CLAUDE_SHIM_HOME)"
+            ),
+            Some("give the service the environment the turns run with (docs/metrics.md)"),
         ),
         MetricsEndpoint::Silent { addr, why } => check(
             name,
             Level::Warn,
             format!("config.toml names http://{addr}/metrics, which does not answer: {why}"),
-            Some(
-                "start it: `claude-shim metrics --serve` (docs/metrics.md has a systemd unit), \
-                 or remove the `metrics` line from config.toml",
+            Some(START),
+        ),
+        MetricsEndpoint::Other { addr, what } => check(
+            name,
+            Level::Warn,
+            format!(
+                "config.toml names http://{addr}/metrics, where another program answers \
+                 ({what:?}), not the shim"
             ),
+            Some("choose a free address for `metrics` in config.toml"),
         ),
         MetricsEndpoint::Unreadable { why } => check(
             name,
             Level::Warn,
             format!("{why} (turns do not read it: they run as before)"),
             Some("write it as `metrics = \"127.0.0.1:9464\"` in config.toml"),
+        ),
+        MetricsEndpoint::Broken { why } => check(
+            name,
+            Level::Fail,
+            format!("{why}: turns cannot read their `store` from it either, so they run as without the shim"),
+            Some("fix config.toml: one `metrics = \"127.0.0.1:9464\"` line, the value quoted"),
         ),
     })
 }

@@ -86,12 +86,19 @@ pub struct Facts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum MetricsEndpoint {
-    /// The setting cannot be read: why.
+    /// The `metrics` value cannot be used: why.
     Unreadable { why: String },
-    /// It answered with the shim's metrics.
+    /// config.toml as a whole cannot be read: turns cannot read their
+    /// store either, and run as without the shim.
+    Broken { why: String },
+    /// It answered with the shim's metrics of this data dir.
     Answers { addr: String },
-    /// Nothing (of ours) answered: why.
+    /// It answered with the metrics of another data dir.
+    Elsewhere { addr: String },
+    /// Nothing answered: why.
     Silent { addr: String, why: String },
+    /// Something else answers there: what.
+    Other { addr: String, what: String },
 }
 
 /// Room on the data directory's file system, as this user may use it.

@@ -97,7 +97,7 @@ fn build_info(e: &mut DescriptorEncoder, cli_versions: &[String]) -> Result<(), 
     let version = env!("CARGO_PKG_VERSION").to_owned();
     let mut m = e.encode_descriptor(
         "claude_shim_build",
-        "The shim's version, one series per Claude Code version its store has seen",
+        "The shim's version, one series per Claude Code version its store has seen; data_dir: a hash of the data dir it reports",
         None,
         MetricType::Info,
     )?;
@@ -109,6 +109,7 @@ fn build_info(e: &mut DescriptorEncoder, cli_versions: &[String]) -> Result<(), 
         let info = Info::new(vec![
             ("version".to_owned(), version.clone()),
             ("cli_version".to_owned(), cli.to_owned()),
+            ("data_dir".to_owned(), super::data_dir_id()),
         ]);
         info.encode(m.encode_family(&Vec::<(String, String)>::new())?)?;
     }

@@ -44,7 +44,9 @@ impl Run for Metrics {
             }
             Some(given) => {
                 let addr = match given.as_str() {
-                    "" => setting::configured()?.ok_or_else(|| {
+                    "" => setting::configured()
+                        .inspect_err(|e| crate::error!("metrics: {e}"))?
+                        .ok_or_else(|| {
                         anyhow::anyhow!(
                             "no address: give one (`--serve 127.0.0.1:9464`) or set \
                              `metrics = \"127.0.0.1:9464\"` in {}",
@@ -57,4 +59,12 @@ impl Run for Metrics {
             }
         }
     }
+}
+
+/// This process's data dir, as a short hash: `claude_shim_build_info`'s
+/// `data_dir` label, by which `doctor` tells an endpoint serving another data
+/// dir's figures (a service started with another HOME) from its own.
+pub fn data_dir_id() -> String {
+    let dir = crate::data_dir::configured().unwrap_or_default();
+    crate::cache_miss::part([dir.as_os_str().as_encoded_bytes()])
 }

@@ -9,52 +9,90 @@ use crate::store::Store;
 use anyhow::{anyhow, Result};
 use std::io::Write;
 use std::net::SocketAddr;
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// The store, kept open across scrapes (opened again after a failure).
+/// The store, kept open across scrapes: opened again after a failure, or
+/// when its file was replaced (deleted and started anew by a turn).
 #[derive(Default)]
 pub struct Source {
-    store: Option<Store>,
+    store: Option<(Store, Option<(u64, u64)>)>,
+    /// The last scrape failed to read the store (said once, not each time).
+    failing: bool,
+}
+
+/// The database file's identity (device, inode); `None`: not a file.
+fn identity(store: &Store) -> Option<(u64, u64)> {
+    let m = std::fs::metadata(store.file()?).ok()?;
+    Some((m.dev(), m.ino()))
 }
 
 impl Source {
     pub fn snapshot(&mut self) -> Snapshot {
         let dir = crate::data_dir::DataDir::existing().ok().flatten();
         let mut snap = Snapshot {
-            keeper: dir
-                .as_ref()
-                .and_then(crate::warm::client::Keeper::status_of),
+            keeper: dir.as_ref().and_then(crate::warm::client::Keeper::status_of),
             ..Snapshot::default()
         };
+        let replaced = self.store.as_ref().is_some_and(|(s, id)| {
+            id.is_some() && identity(s) != *id
+        });
+        if replaced {
+            self.store = None;
+        }
         if self.store.is_none() {
             match crate::cli::store_access::existing_store() {
-                Ok(Some(store)) => self.store = Some(store),
+                Ok(Some(store)) => {
+                    let id = identity(&store);
+                    self.store = Some((store, id));
+                }
                 // No store yet (no turn ran): zeros.
                 Ok(None) => {
                     snap.totals = Some(Vec::new());
+                    self.recovered();
                     return snap;
                 }
                 Err(e) => {
-                    crate::error!("metrics: opening the store: {e:#}");
+                    self.failed(&format!("opening the store: {e:#}"));
                     return snap;
                 }
             }
         }
-        let Some(store) = &self.store else {
+        let Some((store, _)) = &self.store else {
             return snap;
         };
         match store.totals() {
             Ok(t) => {
                 snap.totals = Some(t);
                 snap.cli_versions = store.cli_versions().unwrap_or_default();
+                self.recovered();
             }
             Err(e) => {
-                crate::error!("metrics: reading the store: {e:#}");
                 self.store = None;
+                self.failed(&format!("reading the store: {e:#}"));
             }
         }
         snap
+    }
+
+    /// Said once when the store starts failing (on stderr, which a service
+    /// manager keeps, and in errors.log), not at every scrape.
+    fn failed(&mut self, why: &str) {
+        if !self.failing {
+            crate::error!("metrics: {why}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "claude-shim metrics: {why} (claude_shim_store_up 0; `claude-shim doctor` says how to fix the store)"
+            );
+        }
+        self.failing = true;
+    }
+
+    fn recovered(&mut self) {
+        if std::mem::take(&mut self.failing) {
+            let _ = writeln!(std::io::stderr(), "claude-shim metrics: the store reads again");
+        }
     }
 }
 
@@ -62,19 +100,23 @@ impl Source {
 const AT_ONCE: usize = 16;
 
 pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
+    allow_more_files();
     let server = tiny_http::Server::http(addr).map_err(|e| {
         let msg = format!("cannot listen on {addr}: {e}");
         crate::error!("metrics: {msg}");
-        anyhow!("{msg} (another process holds the port? choose another with --serve IP:PORT)")
+        let in_use = e
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::AddrInUse);
+        match in_use {
+            true => anyhow!("{msg} (another process holds the port: choose another with --serve IP:PORT)"),
+            false => anyhow!("{msg}"),
+        }
     })?;
     let local = server
         .server_addr()
         .to_ip()
         .map_or(addr.to_string(), |a| a.to_string());
-    writeln!(
-        out,
-        "serving metrics at http://{local}/metrics (Ctrl-C stops)"
-    )?;
+    writeln!(out, "serving metrics at http://{local}/metrics (Ctrl-C stops)")?;
     out.flush()?;
     let source = Arc::new(Mutex::new(Source::default()));
     let answering = Arc::new(AtomicUsize::new(0));
@@ -91,7 +133,21 @@ pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
             done.fetch_sub(1, Ordering::SeqCst);
         });
     }
-    Ok(())
+    // The listener is gone (its accepting thread ended): exit non-zero, so a
+    // service manager starts it again.
+    crate::error!("metrics: the listener on {addr} stopped");
+    Err(anyhow!("the listener on {addr} stopped"))
+}
+
+/// Each connection holds a descriptor until its client goes: the soft
+/// limit is raised to the hard one, as servers do.
+fn allow_more_files() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
 }
 
 fn answer(request: tiny_http::Request, source: &Mutex<Source>) {
@@ -100,25 +156,29 @@ fn answer(request: tiny_http::Request, source: &Mutex<Source>) {
         .iter()
         .find(|h| h.field.equiv("Accept"))
         .map(|h| h.value.as_str().to_owned());
-    let response = match (request.method(), request.url()) {
-        (tiny_http::Method::Get, "/metrics" | "/metrics/") => {
+    let path = request.url().split('?').next().unwrap_or("").to_owned();
+    let readable = matches!(request.method(), tiny_http::Method::Get | tiny_http::Method::Head);
+    let response = match (readable, path.as_str()) {
+        (false, "/metrics" | "/metrics/" | "/") => {
+            tiny_http::Response::from_string("only GET and HEAD\n")
+                .with_status_code(405)
+                .with_header(header("Allow", "GET, HEAD"))
+        }
+        (true, "/metrics" | "/metrics/") => {
             let format = Format::accepted(accept.as_deref());
             // One scrape reads at a time; the others wait here, not in
             // the accepting thread.
             let snap = source.lock().unwrap_or_else(|p| p.into_inner()).snapshot();
             tiny_http::Response::from_string(exposition::render(&snap, format))
-                .with_header(header(format.content_type()))
+                .with_header(header("Content-Type", format.content_type()))
         }
-        (tiny_http::Method::Get, "/") => {
-            tiny_http::Response::from_string("claude-shim: metrics at /metrics\n")
-                .with_header(header("text/plain; charset=utf-8"))
-        }
+        (true, "/") => tiny_http::Response::from_string("claude-shim: metrics at /metrics\n")
+            .with_header(header("Content-Type", "text/plain; charset=utf-8")),
         _ => tiny_http::Response::from_string("not found\n").with_status_code(404),
     };
     let _ = request.respond(response);
 }
 
-fn header(content_type: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes())
-        .expect("a valid header")
+fn header(name: &str, value: &str) -> tiny_http::Header {
+    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
 }

@@ -148,3 +148,65 @@ fn scrapes_during_a_turn_and_stalled_clients_hold_up_nothing() {
     drop((silent, half, unread));
     assert!(errors_log(&s).is_empty(), "{}", errors_log(&s));
 }
+
+/// config.toml that is not TOML (the quick start's line appended twice): turns
+/// cannot read their store from it either, so `doctor` fails and says so.
+#[test]
+fn a_config_file_that_is_not_toml_fails_doctor_and_says_turns_bypass() {
+    let s = Sandbox::new();
+    config(&s, "metrics = \"127.0.0.1:9\"\nmetrics = \"127.0.0.1:9\"\n");
+    let line = doctor_line(&s);
+    assert!(line.starts_with("FAIL") || line.starts_with("fail"), "{line}");
+    assert!(line.contains("not TOML") && line.contains("as without the shim"), "{line}");
+}
+
+/// `doctor` tells an endpoint serving another data dir's figures (a service
+/// started with another HOME) from its own; the endpoint answers HEAD, a query
+/// string, and refuses other methods plainly; a store replaced under it (deleted,
+/// started anew by a turn) is read anew.
+#[test]
+fn the_endpoint_is_this_data_dirs_and_follows_its_store() {
+    let s = Sandbox::new();
+    let other = Sandbox::new();
+    let theirs = Endpoint::serve(other.cli(&[]));
+    config(&s, &format!("metrics = \"{}\"\n", theirs.addr));
+    let line = doctor_line(&s);
+    assert!(line.starts_with("warn") && line.contains("another data dir"), "{line}");
+    let ours = Endpoint::serve(s.cli(&[]));
+    config(&s, &format!("metrics = \"{}\"\n", ours.addr));
+    let line = doctor_line(&s);
+    assert!(line.starts_with("ok") && line.contains("this data dir"), "{line}");
+
+    let raw = |req: &str| {
+        let mut c = TcpStream::connect(&ours.addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        c.write_all(req.as_bytes()).unwrap();
+        let mut text = String::new();
+        c.read_to_string(&mut text).unwrap();
+        text
+    };
+    let head = raw("HEAD /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"), "{head}");
+    assert!(!head.contains("claude_shim_build_info"), "{head}");
+    let query = raw("GET /metrics?x=1 HTTP/1.0\r\nHost: x\r\n\r\n");
+    assert!(query.contains(" 200") && query.contains("claude_shim_build_info"), "{query}");
+    let post = raw("POST /metrics HTTP/1.0\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+    assert!(post.contains(" 405") && post.contains("Allow: GET, HEAD"), "{post}");
+
+    let mut chat = Chat::new(Client::Wrapper);
+    say(&s, &mut chat, &tag("r", 1));
+    say(&s, &mut chat, &tag("r", 2));
+    let (_, body) = scrape(&ours.addr);
+    assert!(body.contains("claude_shim_turns_total{kind=\"resumed\""), "{body}");
+    for f in ["shim.db", "shim.db-wal", "shim.db-shm"] {
+        let _ = std::fs::remove_file(s.shim_home.join(f));
+    }
+    let mut chat = Chat::new(Client::Wrapper);
+    say(&s, &mut chat, &tag("n", 1));
+    let (_, body) = scrape(&ours.addr);
+    assert!(!body.contains("kind=\"resumed\""), "the new store's figures: {body}");
+    assert!(
+        body.contains("claude_shim_turns_total{kind=\"fresh\",engine=\"cold\"} 1"),
+        "{body}"
+    );
+}
