@@ -320,7 +320,11 @@ fn metrics_endpoint() -> Option<MetricsEndpoint> {
     let _ = stream.set_write_timeout(Some(wait));
     let asked = stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: claude-shim\r\n\r\n");
     let mut answer = Vec::new();
-    if asked.and_then(|()| stream.take(1 << 20).read_to_end(&mut answer)).is_err() && answer.is_empty() {
+    if asked
+        .and_then(|()| stream.take(1 << 20).read_to_end(&mut answer))
+        .is_err()
+        && answer.is_empty()
+    {
         return silent("something accepts connections there but sent no answer within 2 s".into());
     }
     let text = String::from_utf8_lossy(&answer);

@@ -47,12 +47,12 @@ impl Run for Metrics {
                     "" => setting::configured()
                         .inspect_err(|e| crate::error!("metrics: {e}"))?
                         .ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "no address: give one (`--serve 127.0.0.1:9464`) or set \
+                            anyhow::anyhow!(
+                                "no address: give one (`--serve 127.0.0.1:9464`) or set \
                              `metrics = \"127.0.0.1:9464\"` in {}",
-                            setting::config_file_hint()
-                        )
-                    })?,
+                                setting::config_file_hint()
+                            )
+                        })?,
                     a => setting::parse(a).inspect_err(|e| crate::error!("metrics: {e:#}"))?,
                 };
                 serve::serve(addr, out)

@@ -32,12 +32,15 @@ impl Source {
     pub fn snapshot(&mut self) -> Snapshot {
         let dir = crate::data_dir::DataDir::existing().ok().flatten();
         let mut snap = Snapshot {
-            keeper: dir.as_ref().and_then(crate::warm::client::Keeper::status_of),
+            keeper: dir
+                .as_ref()
+                .and_then(crate::warm::client::Keeper::status_of),
             ..Snapshot::default()
         };
-        let replaced = self.store.as_ref().is_some_and(|(s, id)| {
-            id.is_some() && identity(s) != *id
-        });
+        let replaced = self
+            .store
+            .as_ref()
+            .is_some_and(|(s, id)| id.is_some() && identity(s) != *id);
         if replaced {
             self.store = None;
         }
@@ -91,7 +94,10 @@ impl Source {
 
     fn recovered(&mut self) {
         if std::mem::take(&mut self.failing) {
-            let _ = writeln!(std::io::stderr(), "claude-shim metrics: the store reads again");
+            let _ = writeln!(
+                std::io::stderr(),
+                "claude-shim metrics: the store reads again"
+            );
         }
     }
 }
@@ -108,7 +114,9 @@ pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
             .downcast_ref::<std::io::Error>()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::AddrInUse);
         match in_use {
-            true => anyhow!("{msg} (another process holds the port: choose another with --serve IP:PORT)"),
+            true => anyhow!(
+                "{msg} (another process holds the port: choose another with --serve IP:PORT)"
+            ),
             false => anyhow!("{msg}"),
         }
     })?;
@@ -116,7 +124,10 @@ pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
         .server_addr()
         .to_ip()
         .map_or(addr.to_string(), |a| a.to_string());
-    writeln!(out, "serving metrics at http://{local}/metrics (Ctrl-C stops)")?;
+    writeln!(
+        out,
+        "serving metrics at http://{local}/metrics (Ctrl-C stops)"
+    )?;
     out.flush()?;
     let source = Arc::new(Mutex::new(Source::default()));
     let answering = Arc::new(AtomicUsize::new(0));
@@ -157,7 +168,10 @@ fn answer(request: tiny_http::Request, source: &Mutex<Source>) {
         .find(|h| h.field.equiv("Accept"))
         .map(|h| h.value.as_str().to_owned());
     let path = request.url().split('?').next().unwrap_or("").to_owned();
-    let readable = matches!(request.method(), tiny_http::Method::Get | tiny_http::Method::Head);
+    let readable = matches!(
+        request.method(),
+        tiny_http::Method::Get | tiny_http::Method::Head
+    );
     let response = match (readable, path.as_str()) {
         (false, "/metrics" | "/metrics/" | "/") => {
             tiny_http::Response::from_string("only GET and HEAD\n")

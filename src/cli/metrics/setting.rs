@@ -38,7 +38,9 @@ pub fn parse(text: &str) -> anyhow::Result<SocketAddr> {
         .strip_prefix("localhost:")
         .map(|port| format!("127.0.0.1:{port}"));
     let hint = match t.strip_prefix(':') {
-        Some(port) => format!("give an IP too: 127.0.0.1:{port}, or 0.0.0.0:{port} for every interface"),
+        Some(port) => {
+            format!("give an IP too: 127.0.0.1:{port}, or 0.0.0.0:{port} for every interface")
+        }
         None => "want IP:PORT, e.g. 127.0.0.1:9464".to_owned(),
     };
     local
@@ -50,8 +52,8 @@ pub fn parse(text: &str) -> anyhow::Result<SocketAddr> {
 
 /// `metrics = "…"` from a config file's text: `None` when not set.
 pub fn from_config(text: &str) -> Result<Option<String>, Problem> {
-    let doc: toml::Table = toml::from_str(text)
-        .map_err(|e| Problem::File(anyhow!("not TOML: {}", e.message())))?;
+    let doc: toml::Table =
+        toml::from_str(text).map_err(|e| Problem::File(anyhow!("not TOML: {}", e.message())))?;
     match doc.get("metrics") {
         None => Ok(None),
         Some(toml::Value::String(s)) => Ok(Some(s.clone())),
@@ -117,9 +119,15 @@ mod tests {
         // Not TOML: the whole file (turns cannot read their store either).
         let twice = "metrics = \"127.0.0.1:9464\"\nmetrics = \"127.0.0.1:9464\"\n";
         assert!(matches!(from_config(twice), Err(Problem::File(_))));
-        assert!(matches!(from_config("metrics = 127.0.0.1:9464"), Err(Problem::File(_))));
+        assert!(matches!(
+            from_config("metrics = 127.0.0.1:9464"),
+            Err(Problem::File(_))
+        ));
         assert_eq!(parse("127.0.0.1:9464").unwrap().port(), 9464);
-        assert_eq!(parse("localhost:9464").unwrap().to_string(), "127.0.0.1:9464");
+        assert_eq!(
+            parse("localhost:9464").unwrap().to_string(),
+            "127.0.0.1:9464"
+        );
         assert_eq!(parse("[::1]:9").unwrap().port(), 9);
         let e = parse("localhost").unwrap_err().to_string();
         assert!(e.contains("IP:PORT"), "{e}");

@@ -156,8 +156,14 @@ fn a_config_file_that_is_not_toml_fails_doctor_and_says_turns_bypass() {
     let s = Sandbox::new();
     config(&s, "metrics = \"127.0.0.1:9\"\nmetrics = \"127.0.0.1:9\"\n");
     let line = doctor_line(&s);
-    assert!(line.starts_with("FAIL") || line.starts_with("fail"), "{line}");
-    assert!(line.contains("not TOML") && line.contains("as without the shim"), "{line}");
+    assert!(
+        line.starts_with("FAIL") || line.starts_with("fail"),
+        "{line}"
+    );
+    assert!(
+        line.contains("not TOML") && line.contains("as without the shim"),
+        "{line}"
+    );
 }
 
 /// `doctor` tells an endpoint serving another data dir's figures (a service
@@ -171,11 +177,17 @@ fn the_endpoint_is_this_data_dirs_and_follows_its_store() {
     let theirs = Endpoint::serve(other.cli(&[]));
     config(&s, &format!("metrics = \"{}\"\n", theirs.addr));
     let line = doctor_line(&s);
-    assert!(line.starts_with("warn") && line.contains("another data dir"), "{line}");
+    assert!(
+        line.starts_with("warn") && line.contains("another data dir"),
+        "{line}"
+    );
     let ours = Endpoint::serve(s.cli(&[]));
     config(&s, &format!("metrics = \"{}\"\n", ours.addr));
     let line = doctor_line(&s);
-    assert!(line.starts_with("ok") && line.contains("this data dir"), "{line}");
+    assert!(
+        line.starts_with("ok") && line.contains("this data dir"),
+        "{line}"
+    );
 
     let raw = |req: &str| {
         let mut c = TcpStream::connect(&ours.addr).unwrap();
@@ -186,25 +198,40 @@ fn the_endpoint_is_this_data_dirs_and_follows_its_store() {
         text
     };
     let head = raw("HEAD /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
-    assert!(head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"), "{head}");
+    assert!(
+        head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"),
+        "{head}"
+    );
     assert!(!head.contains("claude_shim_build_info"), "{head}");
     let query = raw("GET /metrics?x=1 HTTP/1.0\r\nHost: x\r\n\r\n");
-    assert!(query.contains(" 200") && query.contains("claude_shim_build_info"), "{query}");
+    assert!(
+        query.contains(" 200") && query.contains("claude_shim_build_info"),
+        "{query}"
+    );
     let post = raw("POST /metrics HTTP/1.0\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
-    assert!(post.contains(" 405") && post.contains("Allow: GET, HEAD"), "{post}");
+    assert!(
+        post.contains(" 405") && post.contains("Allow: GET, HEAD"),
+        "{post}"
+    );
 
     let mut chat = Chat::new(Client::Wrapper);
     say(&s, &mut chat, &tag("r", 1));
     say(&s, &mut chat, &tag("r", 2));
     let (_, body) = scrape(&ours.addr);
-    assert!(body.contains("claude_shim_turns_total{kind=\"resumed\""), "{body}");
+    assert!(
+        body.contains("claude_shim_turns_total{kind=\"resumed\""),
+        "{body}"
+    );
     for f in ["shim.db", "shim.db-wal", "shim.db-shm"] {
         let _ = std::fs::remove_file(s.shim_home.join(f));
     }
     let mut chat = Chat::new(Client::Wrapper);
     say(&s, &mut chat, &tag("n", 1));
     let (_, body) = scrape(&ours.addr);
-    assert!(!body.contains("kind=\"resumed\""), "the new store's figures: {body}");
+    assert!(
+        !body.contains("kind=\"resumed\""),
+        "the new store's figures: {body}"
+    );
     assert!(
         body.contains("claude_shim_turns_total{kind=\"fresh\",engine=\"cold\"} 1"),
         "{body}"
