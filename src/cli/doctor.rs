@@ -332,7 +332,10 @@ fn metrics_endpoint() -> Option<MetricsEndpoint> {
     if !status.contains(" 200") || !text.contains("claude_shim_build_info") {
         return other(status);
     }
-    let ours = format!("data_dir=\"{}\"", crate::cli::metrics::data_dir_id());
+    let ours = format!(
+        "data_dir=\"{}\"",
+        crate::cli::metrics::exposition::data_dir_id()
+    );
     let addr = addr.to_string();
     Some(match text.contains(&ours) {
         true => MetricsEndpoint::Answers { addr },

@@ -109,7 +109,7 @@ fn build_info(e: &mut DescriptorEncoder, cli_versions: &[String]) -> Result<(), 
         let info = Info::new(vec![
             ("version".to_owned(), version.clone()),
             ("cli_version".to_owned(), cli.to_owned()),
-            ("data_dir".to_owned(), super::data_dir_id()),
+            ("data_dir".to_owned(), data_dir_id()),
         ]);
         info.encode(m.encode_family(&Vec::<(String, String)>::new())?)?;
     }
@@ -275,6 +275,14 @@ fn keeper(e: &mut DescriptorEncoder, k: Option<&Status>) -> Result<(), Error> {
         "CLIs that ended, by cause (ttl, room, fingerprint, unwell, abandoned, stopped, crash, exited), since the keeper started",
         &ended,
     )
+}
+
+/// This process's data dir, as a short hash: `claude_shim_build_info`'s
+/// `data_dir` label, by which `doctor` tells an endpoint serving another data
+/// dir's figures (a service started with another HOME) from its own.
+pub fn data_dir_id() -> String {
+    let dir = crate::data_dir::configured().unwrap_or_default();
+    crate::cache_miss::part([dir.as_os_str().as_encoded_bytes()])
 }
 
 #[cfg(test)]

@@ -60,11 +60,3 @@ impl Run for Metrics {
         }
     }
 }
-
-/// This process's data dir, as a short hash: `claude_shim_build_info`'s
-/// `data_dir` label, by which `doctor` tells an endpoint serving another data
-/// dir's figures (a service started with another HOME) from its own.
-pub fn data_dir_id() -> String {
-    let dir = crate::data_dir::configured().unwrap_or_default();
-    crate::cache_miss::part([dir.as_os_str().as_encoded_bytes()])
-}
