@@ -107,6 +107,21 @@ const AT_ONCE: usize = 16;
 
 pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
     allow_more_files();
+    // A panic in the HTTP layer's threads (out of descriptors, a client
+    // gone mid-request) is said in one line, not as Rust's report.
+    std::panic::set_hook(Box::new(|info| {
+        let why = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        crate::error!("metrics: the HTTP layer failed: {why}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "claude-shim metrics: the HTTP layer failed: {why}"
+        );
+    }));
     let server = tiny_http::Server::http(addr).map_err(|e| {
         let msg = format!("cannot listen on {addr}: {e}");
         crate::error!("metrics: {msg}");
@@ -131,7 +146,19 @@ pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
     out.flush()?;
     let source = Arc::new(Mutex::new(Source::default()));
     let answering = Arc::new(AtomicUsize::new(0));
-    for request in server.incoming_requests() {
+    let probe = probe_addr(&server, addr);
+    loop {
+        let request = match server.recv_timeout(std::time::Duration::from_secs(10)) {
+            Ok(Some(r)) => r,
+            // Quiet: is the listener still there? (`tiny_http`'s accepting
+            // thread ends on a panic, out of descriptors, and says nothing.)
+            Ok(None) if listener_gone(probe) => break,
+            Ok(None) => continue,
+            Err(e) => {
+                crate::debug!("metrics: accepting: {e}");
+                continue;
+            }
+        };
         if answering.fetch_add(1, Ordering::SeqCst) >= AT_ONCE {
             answering.fetch_sub(1, Ordering::SeqCst);
             let busy = tiny_http::Response::from_string("busy\n").with_status_code(503);
@@ -148,6 +175,28 @@ pub fn serve(addr: SocketAddr, out: &mut dyn Write) -> Result<()> {
     // service manager starts it again.
     crate::error!("metrics: the listener on {addr} stopped");
     Err(anyhow!("the listener on {addr} stopped"))
+}
+
+/// Where to knock to see that the listener is there: its own address, or
+/// loopback where it listens on every interface.
+fn probe_addr(server: &tiny_http::Server, asked: SocketAddr) -> SocketAddr {
+    let mut a = server.server_addr().to_ip().unwrap_or(asked);
+    if a.ip().is_unspecified() {
+        a.set_ip(match a {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    a
+}
+
+/// Nothing listens at `addr` any more (refused; any other failure, such as
+/// this process being out of descriptors, is not taken for it).
+fn listener_gone(addr: SocketAddr) -> bool {
+    matches!(
+        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(1)),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
 }
 
 /// Each connection holds a descriptor until its client goes: the soft
