@@ -237,3 +237,76 @@ fn the_endpoint_is_this_data_dirs_and_follows_its_store() {
         "{body}"
     );
 }
+
+/// Out of descriptors, `tiny_http`'s accepting thread dies and the port
+/// listens no more: `--serve` notices, says so, and exits 1, so that a service
+/// manager starts it again (a process that stays up and answers nothing would
+/// not be restarted).
+#[test]
+fn a_listener_lost_ends_the_server_with_status_1() {
+    use std::os::unix::process::CommandExt;
+    let s = Sandbox::new();
+    let port = crate::support::prometheus::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut cmd = s.cli(&["metrics", "--serve", &addr]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: only async-signal-safe setrlimit between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = nix::libc::rlimit {
+                rlim_cur: 40,
+                rlim_max: 40,
+            };
+            if nix::libc::setrlimit(nix::libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start --serve");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(&addr).is_err() {
+        assert!(std::time::Instant::now() < deadline, "it never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Connections that send half a request and wait hold a descriptor each.
+    let held: Vec<TcpStream> = (0..60)
+        .filter_map(|_| {
+            let mut c = TcpStream::connect(&addr).ok()?;
+            c.write_all(b"GET /metr").ok()?;
+            Some(c)
+        })
+        .collect();
+    assert!(!held.is_empty());
+    // A hang guard, not a measure: it looks every 10 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "--serve stayed up, deaf"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    drop(held);
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains(&format!("the listener on {addr} stopped")),
+        "{err}"
+    );
+    assert!(
+        errors_log(&s).contains("metrics: the listener"),
+        "{}",
+        errors_log(&s)
+    );
+}
