@@ -112,9 +112,14 @@ fn starts_turn(line: &[u8]) -> bool {
 /// The last record in the file's tail that `pick` accepts: a small tail
 /// first (what we look for is near the end), more only if needed.
 pub fn from_tail<T>(path: &Path, pick: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
+    from_tails(path, &[64 << 10, 1 << 20, 4 << 20], pick)
+}
+
+/// As [`from_tail`], reading at most these tails, each larger than the last.
+fn from_tails<T>(path: &Path, tails: &[u64], pick: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
     let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().ok()?.len();
-    for tail in [64 << 10, 1 << 20, 4 << 20] {
+    for &tail in tails {
         let start = len.saturating_sub(tail);
         file.seek(SeekFrom::Start(start)).ok()?;
         let mut buf = Vec::new();
@@ -145,13 +150,7 @@ pub fn last_request(path: &Path) -> Option<(String, String)> {
     }
     // Only the last 64 KiB: the record comes just before the turn's reply
     // (a file without one, before 2.1, is not read further).
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(len.saturating_sub(64 << 10)))
-        .ok()?;
-    let mut buf = Vec::new();
-    file.read_to_end(&mut buf).ok()?;
-    buf.split(|&b| b == b'\n').rev().find_map(|line| {
+    from_tails(path, &[64 << 10], |line| {
         memchr::memmem::find(line, b"\"type\":\"api-request\"")?;
         let r: Rec = serde_json::from_slice(line).ok()?;
         Some((r.params?.model?, r.shape?))

@@ -12,6 +12,7 @@ use crate::prompt::Prompt;
 use crate::runner::{self, Exit, Finished, Watch};
 use crate::store::runs::{Engine, Kind, Run, Spent};
 use crate::{debug, env, error, sessions};
+use std::path::Path;
 use std::sync::Arc;
 
 /// A turn decided: everything `execute` needs.
@@ -381,18 +382,21 @@ impl Turn<'_> {
         let succeeded = succeeded(finished);
         ran.attempt_row.end(place, Some(finished));
         ran.recorder.at_exit(&finished.observation, succeeded);
-        let spent = ran.before.spent(place, &ran.plan, finished);
+        // The run's session file, looked for once: what it spent (text
+        // output), what it sent, whether it compacted.
+        let file = sessions::find(&place.config_dir, ran.plan.target_session());
+        let spent = ran
+            .before
+            .spent(file.as_deref(), place, &ran.plan, finished);
         let why = self.ctx.why_with_live(&ran.reason.text);
         let timing = crate::timeline::now();
-        let file = sessions::find(&place.config_dir, ran.plan.target_session());
         let prefix = super::cache::as_sent(&self.prefix, file.as_deref());
         // A fork's parent holds its previous turn's records (in place, the
         // file is the same).
         let resumed = super::cache::source(&ran.plan)
             .filter(|s| *s != ran.plan.target_session())
             .and_then(|s| sessions::find(&place.config_dir, s));
-        let files: Vec<&std::path::Path> =
-            file.iter().chain(&resumed).map(|p| p.as_path()).collect();
+        let files: Vec<&Path> = file.iter().chain(&resumed).map(|p| p.as_path()).collect();
         let cache_miss = super::cache::miss(
             &place.store.lock(),
             &super::cache::Run {
@@ -403,7 +407,7 @@ impl Turn<'_> {
                 prefix: &prefix,
                 row: ran.recorder.run_row(),
                 timing: &timing,
-                compacted: &|| ran.before.compacted(place, &ran.plan, finished),
+                compacted: &|| ran.before.compacted(file.as_deref(), finished),
                 files: &files,
             },
         );
@@ -496,22 +500,20 @@ impl Before {
 
     /// The CLI compacted the session during the run: its output said so,
     /// or (output without events) the records it appended hold a boundary.
-    fn compacted(&self, place: &Place, plan: &Plan, f: &Finished) -> bool {
+    fn compacted(&self, file: Option<&Path>, f: &Finished) -> bool {
         if f.observation.compactions > 0 {
             return true;
         }
-        self.offset > 0
-            && sessions::find(&place.config_dir, plan.target_session())
-                .is_some_and(|file| sessions::compacted_since(&file, self.offset))
+        self.offset > 0 && file.is_some_and(|file| sessions::compacted_since(file, self.offset))
     }
 
     /// What the run spent. Output with a result says so itself; text
     /// output is read back from the session file the run appended to.
-    fn spent(&self, place: &Place, plan: &Plan, f: &Finished) -> Spent {
+    /// `file`: the target session's.
+    fn spent(&self, file: Option<&Path>, place: &Place, plan: &Plan, f: &Finished) -> Spent {
         if f.observation.result.is_some() {
             return record::spent(&f.observation, self.base_cost, None, None);
         }
-        let file = sessions::find(&place.config_dir, plan.target_session());
         let Some(file) = file else {
             return record::spent(&f.observation, self.base_cost, None, None);
         };
@@ -524,8 +526,8 @@ impl Before {
                 .unwrap_or_default(),
             _ => self.copied.clone(),
         };
-        let usage = sessions::turn_usage(&file, self.offset, &copied);
-        let saved = sessions::saved_total_cost(&file).filter(|_| f.exit.success());
+        let usage = sessions::turn_usage(file, self.offset, &copied);
+        let saved = sessions::saved_total_cost(file).filter(|_| f.exit.success());
         record::spent(&f.observation, self.base_cost, usage, saved)
     }
 }
