@@ -123,24 +123,38 @@ pub enum Class {
     Managed(Managed),
 }
 
-/// Root subcommands, including hidden ones and commander's implicit `help`.
+/// Root subcommands, hidden ones and aliases included, of every release the
+/// shim supports (2.1.330's hidden ones found by `claude WORD --help`; older
+/// releases had `config`, `setup`, `migrate-installer`…). Without `-p` a
+/// positional word that names one runs it, even after `--`; `help` is
+/// commander's implicit one in older releases.
 const SUBCOMMANDS: &[&str] = &[
     "agents",
     "attach",
     "auth",
     "auto-mode",
     "config",
+    "design-login",
     "doctor",
+    "edit-chrome-settings",
+    "edit-hook",
+    "edit-memory-settings",
+    "edit-permission-rules",
+    "edit-sandbox-settings",
+    "edit-skill-overrides",
     "gateway",
     "import",
+    "import-conversations",
     "install",
     "logs",
     "mcp",
     "plugin",
     "plugins",
+    "project",
     "purge",
     "respawn",
     "rm",
+    "sandbox",
     "setup-token",
     "stop",
     "kill",
@@ -150,8 +164,16 @@ const SUBCOMMANDS: &[&str] = &[
     "migrate-installer",
     "remote-control",
     "setup",
+    "workspace-trust",
+    "worktree-hook",
     "help",
 ];
+
+/// Whether `word`, as a positional argument of a call without `-p`, would
+/// run a subcommand instead of being a prompt.
+pub fn is_subcommand(word: &str) -> bool {
+    SUBCOMMANDS.contains(&word)
+}
 
 /// Flags with which the caller already manages which session runs.
 const CALLER_SESSION: &[&str] = &[
@@ -208,7 +230,15 @@ fn classify_inner(args: &[OsString], policy: Policy) -> Result<Managed, PassReas
     if parsed.has("version") {
         return Err(PassReason::Version);
     }
-    if let Some(first) = parsed.positionals.iter().find(|p| !p.after_dashdash) {
+    // Without `-p` the CLI runs a subcommand named by the first positional
+    // even after `--` (`claude -- doctor | cat`); with `-p` after `--` it is
+    // a prompt.
+    let print = parsed.has("print");
+    if let Some(first) = parsed
+        .positionals
+        .iter()
+        .find(|p| !print || !p.after_dashdash)
+    {
         if SUBCOMMANDS.contains(&first.value.as_str()) {
             return Err(PassReason::Subcommand(first.value.clone()));
         }
@@ -354,6 +384,14 @@ mod tests {
             ("-p -- mcp", "Print Text Text"),
             ("-p --model mcp", "Print Text Text"),
             ("-p hello mcp", "Print Text Text"),
+            // Without -p the CLI runs it even after `--`; hidden ones too.
+            ("-- doctor", "Subcommand(doctor)"),
+            ("--model m -- doctor", "Subcommand(doctor)"),
+            ("sandbox", "Subcommand(sandbox)"),
+            (
+                "--output-format json workspace-trust",
+                "Subcommand(workspace-trust)",
+            ),
             // Caller-managed sessions, reported by canonical name.
             ("-p -c hi", "CallerSession(continue)"),
             ("-pc", "CallerSession(continue)"),

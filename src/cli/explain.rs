@@ -399,10 +399,19 @@ fn lookup_plan(
         Ok(looked) => looked,
         Err(e) => return Err(Box::new((e, u))),
     };
+    // As a turn decides it (`turn::managed`).
+    let positional = m.input == crate::invocation::InputFormat::Text
+        && crate::prompt::positional(&m.args).is_some();
+    let send_preamble = env::preamble_keep() || found.preamble_changed;
+    let delta = crate::turn::attempt::delta(&u.conv, send_preamble);
+    let candidate = match plan::runs_a_subcommand(m.mode, positional, delta) {
+        Some(miss) => Err(miss),
+        None => found.candidate.clone(),
+    };
     let plan = plan::plan(plan::Facts {
         caller_session: m.caller_resume.clone(),
         forced_fresh: env::fresh(),
-        candidate: found.candidate.clone(),
+        candidate,
         caps: caps.clone(),
         new_id: "<new session id>".into(),
         max_compactions: env::max_compactions(),

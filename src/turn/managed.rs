@@ -78,17 +78,25 @@ fn prepare(
         Mode::Turn,
     )?;
     let turn = TurnKey::of(&found, &u.conv);
-    let interrupted = match env::on_retry_continue() {
+    let send_preamble = env::preamble_keep() || found.preamble_changed;
+    let mut candidate = found.candidate.clone();
+    let mut interrupted = match env::on_retry_continue() {
         true => interrupted(&place, &turn),
         false => None,
     };
+    let positional = matches!(prompt, Prompt::Positional { .. });
+    let delta = attempt::delta(&u.conv, send_preamble);
+    if let Some(miss) = plan::runs_a_subcommand(ctx.managed.mode, positional, delta) {
+        candidate = Err(miss);
+        interrupted = None;
+    }
     crate::timeline::waited_for_store(waited.elapsed());
     // Before 2.1 each new process computed its start-up snapshot anew.
     let snapshot_moves = crate::probe::release(&caps.version).is_some_and(|v| v < (2, 1, 0));
     let facts = plan::Facts {
         caller_session: ctx.managed.caller_resume.clone(),
         forced_fresh: env::fresh(),
-        candidate: found.candidate.clone(),
+        candidate,
         caps,
         new_id,
         max_compactions: env::max_compactions(),
@@ -101,7 +109,8 @@ fn prepare(
     if let Plan::Fresh { session, why } = &mut plan {
         let adoptable = !matches!(
             why,
-            Why::Compacted(_) | Why::Missed(plan::PinMiss::NotRecognised(_))
+            Why::Compacted(_)
+                | Why::Missed(plan::PinMiss::NotRecognised(_) | plan::PinMiss::SubcommandWord(_))
         );
         if let Some(ready) = adoptable.then(&mut *adopt).flatten() {
             *session = ready;
@@ -112,7 +121,6 @@ fn prepare(
     if matches!(plan, Plan::Resume { .. }) {
         reason.text = format!("{} ({})", reason.text, u.conv.rule());
     }
-    let send_preamble = env::preamble_keep() || found.preamble_changed;
     let input = ctx.managed.input;
     let mut attempt = attempt::attempt(&plan, &u.conv, send_preamble, prompt, ctx.args, input);
     let compacted = matches!(

@@ -2,6 +2,7 @@
 //! pin (if any) this turn continues, and how to run it.
 
 use crate::identity::{Difference, ReplyHash};
+use crate::invocation::Mode;
 use crate::probe::Capabilities as Caps;
 use crate::store::pins::Pin;
 
@@ -12,6 +13,9 @@ pub enum PinMiss {
     NoHistory,
     /// No dialect fits the prompt (the reason).
     NotRecognised(String),
+    /// The new message alone, as the positional prompt of a call without
+    /// `-p`, would run the subcommand it names ([`runs_a_subcommand`]).
+    SubcommandWord(String),
     /// No pin of these turns in this scope. `elsewhere`: how the newest
     /// place the same turns were seen differs (empty: never seen).
     NoPin {
@@ -21,6 +25,15 @@ pub enum PinMiss {
     /// replayed (it was edited, regenerated elsewhere, or never received).
     ReplyDiffers,
     BadSessionId,
+}
+
+/// Why a resumed turn cannot send `delta` as its positional prompt: without
+/// `-p` a lone word that names a subcommand runs it (`claude --resume S
+/// doctor` prints the CLI's doctor report), where the caller's whole
+/// transcript was a prompt. Such a turn runs fresh, as asked.
+pub fn runs_a_subcommand(mode: Mode, positional: bool, delta: &str) -> Option<PinMiss> {
+    (mode == Mode::Printed && positional && crate::invocation::is_subcommand(delta))
+        .then(|| PinMiss::SubcommandWord(delta.to_owned()))
 }
 
 /// Pick the pin whose captured reply matches the last assistant turn the

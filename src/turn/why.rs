@@ -90,6 +90,13 @@ impl Reason {
                 "not-recognised",
                 format!("the prompt fits no transcript dialect ({why}), so it ran as a first turn"),
             ),
+            PinMiss::SubcommandWord(word) => Reason::new(
+                "subcommand-word",
+                format!(
+                    "the new message `{word}` names a `claude` subcommand, which a resumed call \
+                     without -p would run instead: the whole transcript ran fresh"
+                ),
+            ),
             PinMiss::NoPin { elsewhere } if elsewhere.is_empty() => Reason::new(
                 "new-conversation",
                 "the shim has not seen these earlier turns before",

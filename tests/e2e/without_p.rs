@@ -165,3 +165,93 @@ fn a_new_part_that_starts_with_a_dash_is_still_the_prompt() {
         w.assert_no_shim_errors();
     }
 }
+
+/// A resumed turn without `-p` whose new message is one word naming a
+/// subcommand (issue 50, finding 1): sent alone as the positional prompt,
+/// `claude --resume S doctor` runs the CLI's doctor (exit 0, no request), and
+/// `help`, `mcp`… exit non-zero (taken for a refused resume, rerun fresh
+/// after the subcommand ran). Directly the whole transcript is the prompt and
+/// the model answers. The shim now runs such a turn fresh with the caller's
+/// argv: the same bytes, status and request as the direct call.
+#[test]
+fn a_new_message_that_names_a_subcommand_stays_a_prompt() {
+    for word in ["doctor", "mcp", "help", "sandbox"] {
+        let mut w = world();
+        let first = labels(&w.history, "Question one.", "Human", "\n\n");
+        let out = call(&w, &[], &first);
+        assert!(out.status.success(), "{word}: {}", describe(&out));
+        w.history.push((
+            "Question one.".into(),
+            String::from_utf8_lossy(&out.stdout).trim().into(),
+        ));
+        let prompt = labels(&w.history, word, "Human", "\n\n");
+        w.server.clear_log();
+        let direct = run(w.sb.direct(&[&prompt]), b"");
+        let asked_directly = w.server.main_requests();
+        w.server.clear_log();
+        let through = call(&w, &[], &prompt);
+        let asked_through = w.server.main_requests();
+        assert_eq!(
+            through.status.code(),
+            direct.status.code(),
+            "{word}: {}\n{}",
+            describe(&through),
+            w.log()
+        );
+        assert_eq!(
+            mask_uuids(&through.stdout),
+            mask_uuids(&direct.stdout),
+            "{word}"
+        );
+        assert_eq!(through.stderr, direct.stderr, "{word}");
+        assert!(
+            String::from_utf8_lossy(&direct.stdout).contains("the answer to"),
+            "{word}: the model answered directly: {}",
+            describe(&direct)
+        );
+        // The model was asked the same: once, the whole transcript.
+        assert_eq!(asked_through.len(), 1, "{word}: {}", w.log());
+        assert_eq!(
+            asked_through[0].user_texts(),
+            asked_directly[0].user_texts(),
+            "{word}"
+        );
+        let runs = w.runs();
+        let last = runs.last().expect("a run");
+        assert_eq!(
+            (last.kind.as_str(), last.why_code.as_str()),
+            ("fresh", "subcommand-word"),
+            "{word}: {}",
+            w.log()
+        );
+        assert_eq!(runs.len(), 2, "{word}: no fallback: {}", w.log());
+        w.assert_no_shim_errors();
+    }
+}
+
+/// `claude -- doctor` and hidden subcommands (`claude sandbox`) run the
+/// subcommand without `-p`: passed through, never a turn.
+#[test]
+fn hidden_subcommands_and_dashdash_pass_through_uncounted() {
+    let w = world();
+    for args in [
+        &["--", "doctor"][..],
+        &["sandbox"],
+        &["--model", "m", "--", "doctor"],
+    ] {
+        let direct = run(w.sb.direct(args), b"");
+        let through = run(w.sb.shimmed(args), b"");
+        assert_eq!(through.status.code(), direct.status.code(), "{args:?}");
+        assert_eq!(
+            through.stderr.is_empty(),
+            direct.stderr.is_empty(),
+            "{args:?}"
+        );
+    }
+    assert!(
+        w.runs().is_empty(),
+        "subcommands are not turns: {}",
+        w.log()
+    );
+    assert!(w.server.main_requests().is_empty());
+}
