@@ -40,6 +40,9 @@ pub enum Prompt {
     /// stream-json input ended before a user message; `bytes` is what was
     /// consumed.
     None { bytes: Vec<u8>, inherit: bool },
+    /// Text on stdin that did not start coming within [`STDIN_PATIENCE`]:
+    /// the CLI would have gone on without it. Nothing was read.
+    Late,
 }
 
 impl Prompt {
@@ -51,7 +54,10 @@ impl Prompt {
             Prompt::StreamJson { text, more, .. } if more.is_empty() => {
                 text.as_deref().map(Cow::Borrowed)
             }
-            Prompt::StreamJson { .. } | Prompt::Waiting { .. } | Prompt::None { .. } => None,
+            Prompt::StreamJson { .. }
+            | Prompt::Waiting { .. }
+            | Prompt::None { .. }
+            | Prompt::Late => None,
         }
     }
 
@@ -64,6 +70,7 @@ impl Prompt {
                 line.len() + more.iter().map(Vec::len).sum::<usize>()
             }
             Prompt::Waiting { before: bytes, .. } | Prompt::None { bytes, .. } => bytes.len(),
+            Prompt::Late => 0,
         }
     }
 
@@ -104,6 +111,11 @@ pub fn read_knowing(
             inherit: true,
         });
     }
+    // The CLI waits for piped text's first byte (or its end) this long, then
+    // goes on without it; data that comes later is the CLI's to refuse.
+    if !stdin_begins() {
+        return Ok(Prompt::Late);
+    }
     // Sized up front: from nothing, `read_to_end` starts at 32 bytes and
     // doubles, twenty reads and as many copies for a 1 MiB prompt.
     let mut bytes = Vec::with_capacity(stdin_size_hint());
@@ -111,6 +123,31 @@ pub fn read_knowing(
     Ok(Prompt::Stdin {
         bytes: bytes.into(),
     })
+}
+
+/// How long after it starts the CLI takes piped text that has not begun
+/// to come: it waits 3 s for the first byte once started (`no stdin data
+/// received in 3s`, 2.1.302 to 2.1.332), and starts that wait about 0.3 s
+/// after its exec on this kind of machine. Counted from the shim's start.
+pub const STDIN_PATIENCE: Duration = Duration::from_millis(3_300);
+
+/// Whether stdin's data (or its end) comes before [`STDIN_PATIENCE`] has
+/// passed since the shim started; an interrupted wait goes on.
+fn stdin_begins() -> bool {
+    loop {
+        let left = STDIN_PATIENCE.saturating_sub(crate::timeline::elapsed());
+        match stdin_within(left) {
+            Ok(true) => return true,
+            Ok(false) if left.is_zero() => return false,
+            Ok(false) => {
+                if crate::timeline::elapsed() >= STDIN_PATIENCE {
+                    return false;
+                }
+            }
+            // Not pollable: read it as before.
+            Err(_) => return true,
+        }
+    }
 }
 
 /// What a prompt on stdin will likely take: a file's size (and a byte to

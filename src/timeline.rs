@@ -25,6 +25,11 @@ fn since_zero() -> u64 {
     zero().elapsed().as_nanos() as u64 + 1
 }
 
+/// Time since the shim started.
+pub fn elapsed() -> Duration {
+    zero().elapsed()
+}
+
 /// The shim started (the first thing `main` does).
 pub fn begin() {
     zero();

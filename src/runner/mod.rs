@@ -41,6 +41,9 @@ pub enum StdinPlan {
     Stream { first: Vec<u8>, pending: Vec<u8> },
     /// A pipe the turn writes itself (see [`Running::take_stdin`]).
     Manual,
+    /// A pipe that stays open and gets nothing until the child ends: piped
+    /// input the CLI would have given up on (see `prompt::STDIN_PATIENCE`).
+    Silent,
 }
 
 pub struct Spec {
@@ -162,6 +165,8 @@ pub struct Running {
     child_pid: signals::ChildPid,
     hold: tee::SharedHold,
     stdin: Option<std::process::ChildStdin>,
+    /// `StdinPlan::Silent`'s pipe, closed once the child has ended.
+    silent: Option<std::process::ChildStdin>,
     gate: Option<std::sync::mpsc::Receiver<()>>,
     out_thread: Option<std::thread::JoinHandle<Option<Observer>>>,
     err_thread: Option<std::thread::JoinHandle<Option<Observer>>>,
@@ -222,8 +227,12 @@ pub fn start(
         }
     }
     let mut stdin = child.stdin.take();
+    let silent = match spec.stdin {
+        StdinPlan::Silent => stdin.take(),
+        _ => None,
+    };
     let mut gate = Some(gate);
-    if !matches!(spec.stdin, StdinPlan::Manual) {
+    if !matches!(spec.stdin, StdinPlan::Manual | StdinPlan::Silent) {
         if let (Some(to), Some(gate)) = (stdin.take(), gate.take()) {
             let on_eof = streaming.then(|| watch.clone()).flatten();
             feed(to, spec.stdin.clone(), gate, on_eof, spec.live.clone());
@@ -265,6 +274,7 @@ pub fn start(
         child_pid: child_pid.clone(),
         hold,
         stdin,
+        silent,
         gate,
         out_thread,
         err_thread,
@@ -345,6 +355,7 @@ impl Running {
     pub fn wait(mut self) -> std::io::Result<Finished> {
         drop(self.stdin.take());
         let status = self.child.wait();
+        drop(self.silent.take());
         crate::timeline::cli_ended();
         self.child_pid.clear(self.pid);
         terminal::unfollow();
@@ -397,7 +408,7 @@ fn forward(
     live: Option<live::Live>,
 ) {
     let (first, pending) = match plan {
-        StdinPlan::Inherit | StdinPlan::Manual => return,
+        StdinPlan::Inherit | StdinPlan::Manual | StdinPlan::Silent => return,
         StdinPlan::Bytes(b) => (b, None),
         StdinPlan::Stream { first, pending } => (first.into(), Some(pending)),
     };

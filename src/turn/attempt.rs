@@ -51,7 +51,7 @@ impl Attempt {
                 first[before.len().min(first.len())..].to_vec()
             }
             (StdinPlan::Stream { first, .. }, _) => first.clone(),
-            (StdinPlan::Inherit | StdinPlan::Manual, _) => Vec::new(),
+            (StdinPlan::Inherit | StdinPlan::Manual | StdinPlan::Silent, _) => Vec::new(),
         }
     }
 }
@@ -109,6 +109,7 @@ pub fn delta(conv: &Conversation, send_preamble: bool) -> &str {
 pub fn original(prompt: &Prompt, args: &[OsString], input: InputFormat) -> Attempt {
     let stdin = match prompt {
         Prompt::Positional { .. } | Prompt::None { inherit: true, .. } => StdinPlan::Inherit,
+        Prompt::Late => StdinPlan::Silent,
         Prompt::Stdin { bytes } => StdinPlan::Bytes(bytes.clone()),
         Prompt::StreamJson {
             before,
@@ -262,7 +263,7 @@ pub fn attempt(
                 own_cost: None,
             })
         }
-        Prompt::Waiting { .. } | Prompt::None { .. } => as_asked,
+        Prompt::Waiting { .. } | Prompt::None { .. } | Prompt::Late => as_asked,
     }
 }
 

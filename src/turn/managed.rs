@@ -39,6 +39,7 @@ pub fn managed_turn(
                 Prompt::None { inherit: false, .. } if !prompt.is_empty() => {
                     Reason::no_user_message(prompt::CONTROL_PATIENCE.as_millis() as u64)
                 }
+                Prompt::Late => Reason::late_stdin(prompt::STDIN_PATIENCE.as_millis() as u64),
                 _ => Reason::not_text(),
             };
             unchanged(ctx, original, prompt, reason, launch)

@@ -140,6 +140,18 @@ impl Reason {
         )
     }
 
+    /// Run unchanged: piped text that had not begun to come when the CLI
+    /// would have given up on it.
+    pub fn late_stdin(waited_ms: u64) -> Reason {
+        Reason::new(
+            "late-stdin",
+            format!(
+                "no stdin data within {waited_ms} ms: the CLI ran as asked, and gave up on it as it \
+                 does without the shim"
+            ),
+        )
+    }
+
     /// Run unchanged: a stream-json caller sent control lines and then no
     /// user message in time (or closed its input).
     pub fn no_user_message(waited_ms: u64) -> Reason {
