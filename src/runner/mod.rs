@@ -11,6 +11,8 @@ pub mod render;
 /// Where a streaming caller has the whole reply (the turn is recorded first).
 pub mod seal;
 pub mod signals;
+/// The caller's stops reach the CLIs it started.
+pub mod stops;
 pub mod tee;
 pub mod terminal;
 mod watch;

@@ -104,6 +104,9 @@ pub struct ChildPid {
     last_signal: Arc<AtomicI32>,
     /// SIGINT is noted, not sent: the turn interrupts the child itself.
     interrupt_myself: Arc<AtomicBool>,
+    /// Stops the children while the caller has us stopped (started with
+    /// the first child).
+    stops: Arc<std::sync::OnceLock<Option<super::stops::Watcher>>>,
 }
 
 #[derive(Default)]
@@ -139,6 +142,9 @@ impl ChildPid {
     /// The child being spawned is `pid`: the signals that waited for it
     /// are sent.
     pub fn set(&self, pid: i32) {
+        if let Some(w) = self.stops.get_or_init(super::stops::Watcher::start) {
+            w.running(pid);
+        }
         for sig in self.lock().started(pid) {
             let _ = signal::kill(Pid::from_raw(pid), sig);
         }
@@ -146,6 +152,9 @@ impl ChildPid {
     /// `pid` was reaped.
     pub fn clear(&self, pid: i32) {
         self.lock().running.retain(|&p| p != pid);
+        if let Some(Some(w)) = self.stops.get() {
+            w.ended(pid);
+        }
     }
     /// Between attempts (a retry is about to spawn): signals end the shim
     /// again, as no child would receive them.

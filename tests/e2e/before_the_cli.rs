@@ -131,10 +131,12 @@ const PROMPT: &[u8] = b"Human: one\n\nAssistant: two\n\nHuman: three";
 #[test]
 fn a_signal_while_the_prompt_comes_ends_as_the_cli_would() {
     for sig in [Signal::SIGHUP, Signal::SIGINT, Signal::SIGTERM] {
+        // Inside both windows on a loaded machine: the CLI's handlers are set
+        // and its 3 s wait not over.
         let script = [
-            (1_200, Act::Signal(sig)),
-            (2_000, Act::Write(PROMPT)),
-            (2_100, Act::Close),
+            (2_400, Act::Signal(sig)),
+            (2_600, Act::Write(PROMPT)),
+            (2_700, Act::Close),
         ];
         let (direct, _) = held(&["-p"], &script, None);
         assert!(
@@ -182,7 +184,8 @@ fn a_signal_while_the_cli_would_start_keeps_the_callers_disposition() {
 /// the shim waited for its end). Text that begins in time is answered.
 #[test]
 fn piped_text_that_comes_late_is_refused_as_the_cli_refuses_it() {
-    for late in [4_500, 6_000] {
+    // Past the CLI's wait even when its start takes 2 s (a loaded machine).
+    for late in [5_500, 7_000] {
         let script = [(late, Act::Write(PROMPT)), (late + 100, Act::Close)];
         let (direct, _) = held(&["-p"], &script, None);
         assert_eq!(

@@ -32,6 +32,7 @@ mod passthrough;
 mod resume;
 mod retry;
 mod sessions;
+mod stopped;
 mod streaming;
 mod terminal;
 mod unwritable_data_dir;
