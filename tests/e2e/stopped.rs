@@ -66,10 +66,10 @@ fn a_stopped_call_stops_its_cli() {
         }
         let prompt = w.prompt("three");
         let (direct_sent, direct_states, direct) =
-            stopped_for_a_while(&w, w.sb.direct(&["-p", &prompt]));
+            stopped_for_a_while(&w, w.sb.direct(["-p", &prompt]));
         assert_eq!(direct_sent, 0, "directly, a stopped CLI sends nothing");
         assert!(direct_states.contains(&'T'), "{direct_states:?}");
-        let (sent, states, through) = stopped_for_a_while(&w, w.sb.shimmed(&["-p", &prompt]));
+        let (sent, states, through) = stopped_for_a_while(&w, w.sb.shimmed(["-p", &prompt]));
         if !warm {
             assert_eq!(
                 sent,

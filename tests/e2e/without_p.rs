@@ -186,7 +186,7 @@ fn a_new_message_that_names_a_subcommand_stays_a_prompt() {
         ));
         let prompt = labels(&w.history, word, "Human", "\n\n");
         w.server.clear_log();
-        let direct = run(w.sb.direct(&[&prompt]), b"");
+        let direct = run(w.sb.direct([&prompt]), b"");
         let asked_directly = w.server.main_requests();
         w.server.clear_log();
         let through = call(&w, &[], &prompt);
