@@ -103,8 +103,9 @@ impl Warm {
         if !env::warm() {
             return None;
         }
-        if let Some(why) = warm::refusal(ctx.managed) {
-            debug!("cold: {why}");
+        if let Some(why) = warm::refusal(ctx.managed, env::warm_text()) {
+            debug!("cold: {}", why.text);
+            let _ = ctx.cold.set(why);
             return None;
         }
         if crate::runner::terminal::Caller::now().any() {
@@ -122,7 +123,8 @@ impl Warm {
         let flags = warm::caller_flags(ctx.args, &parsed)?;
         if matches!(prompt, Prompt::StreamJson { .. }) {
             if let Some(why) = warm::sdk_refusal(&flags, sdk.as_ref().map(|s| &s.request)) {
-                debug!("cold: {why}");
+                debug!("cold: {}", why.text);
+                let _ = ctx.cold.set(why);
                 return None;
             }
         }
