@@ -328,11 +328,20 @@ impl Warm {
         let spoke_on_stderr = lent.fresh && relayed.stderr > 0;
         // Nor one the caller sent a control request mid-turn (a model, a
         // permission mode, an interrupt: it would carry them over).
+        // Nor one whose turn started work that goes on in the background (a
+        // command, an agent, a monitor, a wake-up): it would call the model
+        // when that work ends, between the caller's turns (issue 49). Ended,
+        // it calls nobody; the session stays as the caller saw it.
+        let background = relayed.observation.background;
+        if background {
+            debug!("warm: the turn left work in the background; its CLI is not kept");
+        }
         let healthy = relayed.exit.is_some()
             && !relayed.signalled
             && !relayed.interrupted
             && !relayed.caller_controlled
-            && !spoke_on_stderr;
+            && !spoke_on_stderr
+            && !background;
         // Ended mid-turn after output reached the caller: end as it did.
         let died = match (relayed.exit, relayed.signalled) {
             (None, false) => self.keeper.as_mut().and_then(Keeper::ended),

@@ -563,12 +563,17 @@ fn differential(format: Format, fault: Fault) {
 
 /// What a live CLI asks the model otherwise than the caller's own `-p` call
 /// with text input (2.1.330; docs/cli-versions.md): the Bash tool's background
-/// limit (description and schema), and `thinking.display` unless the output is
-/// stream-json already.
+/// limit (description and schema), and unless the output is stream-json
+/// already `thinking.display` and the `anthropic-beta` header (a live CLI adds
+/// `thinking-display-updates-2026-08-18`).
 fn warm_text_differs(format: Format) -> &'static [&'static str] {
     match format {
         Format::StreamJson => &["tools[Bash]"],
-        Format::Text | Format::Json => &["thinking.display", "tools[Bash]"],
+        Format::Text | Format::Json => &[
+            "thinking.display",
+            "tools[Bash]",
+            "headers.header anthropic-beta",
+        ],
     }
 }
 

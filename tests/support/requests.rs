@@ -50,7 +50,58 @@ pub fn comparable(sb: &Sandbox, r: &LoggedRequest) -> Value {
         o.insert("headers".into(), Value::Object(headers));
     }
     mask_strings(sb, &mut body);
+    mask_fingerprint(r, &mut body);
     body
+}
+
+/// The billing header's `cc_version=<release>.<xyz>`: `xyz` is the CLI's
+/// fingerprint of the first user message's text (sha256 of a salt, its
+/// characters 4, 7 and 20, and the release; 2.1.330), so a part of the
+/// messages. Masked when it is that of this request's own first message.
+fn mask_fingerprint(r: &LoggedRequest, body: &mut Value) {
+    use sha2::{Digest, Sha256};
+    let Some(first) = r.messages().iter().find(|m| m["role"] == "user") else {
+        return;
+    };
+    let texts: Vec<String> = match &first["content"] {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let Some(system) = body["system"].as_array_mut() else {
+        return;
+    };
+    for block in system {
+        let Some(text) = block["text"].as_str() else {
+            continue;
+        };
+        let Some(rest) = text.strip_prefix("x-anthropic-billing-header: cc_version=") else {
+            continue;
+        };
+        let Some((version, tail)) = rest.split_once(';') else {
+            continue;
+        };
+        let Some((release, print)) = version.rsplit_once('.') else {
+            continue;
+        };
+        let of = |t: &str| {
+            let chars: Vec<char> = t.chars().collect();
+            let picked: String = [4, 7, 20]
+                .iter()
+                .map(|i| chars.get(*i).copied().unwrap_or('0'))
+                .collect();
+            let h = Sha256::digest(format!("59cf53e54c78{picked}{release}"));
+            hex::encode(h)[..3].to_owned()
+        };
+        if texts.iter().any(|t| of(t) == print) {
+            block["text"] = Value::from(format!(
+                "x-anthropic-billing-header: cc_version={release}.<first message>;{tail}"
+            ));
+        }
+    }
 }
 
 fn mask_strings(sb: &Sandbox, v: &mut Value) {
