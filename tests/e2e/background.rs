@@ -203,3 +203,31 @@ fn a_background_command_is_waited_for_as_the_direct_call_waits() {
         &[],
     );
 }
+
+/// With text input let into live CLIs (`CLAUDE_SHIM_WARM_TEXT=1`) the turn runs
+/// in a live CLI, whose `result` comes before the command ends (the opt-in's
+/// known difference). Still nothing of the call outlives it: that CLI is not
+/// kept, and the model is not called after the call ended.
+#[test]
+fn a_live_cli_that_left_background_work_is_not_kept() {
+    let mut c = Caller::new(false);
+    c.w.sb.set_env("CLAUDE_SHIM_WARM_TEXT", "1");
+    let (out, _) = c.call(JOB);
+    assert_eq!(c.w.engines(), ["live"], "{}", describe(&out));
+    let made = c.w.server.main_requests().len();
+    std::thread::sleep(Duration::from_secs(SLEEP + 3));
+    assert_eq!(
+        c.w.server.main_requests().len(),
+        made,
+        "the model was asked after the call ended\n{}",
+        c.w.context()
+    );
+    // The next turn is not served by that CLI.
+    c.call("say hello");
+    let engines = c.w.engines();
+    assert_ne!(
+        engines.last().map(String::as_str),
+        Some("warm"),
+        "{engines:?}"
+    );
+}
