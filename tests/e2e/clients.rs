@@ -246,11 +246,23 @@ fn assert_asked_the_same(what: &str, direct: &World, shimmed: &World) {
 /// later turns in the conversation's live CLI: the model is asked the same.
 fn queries_ask_the_model_as_directly(sdk: Sdk) {
     let n = 4;
-    let direct = echo_world();
+    // The newest message's reply, whatever the transcript around it.
+    let newest_world = || {
+        let w = SdkWorld::new();
+        w.server.set_reply(|req: &LoggedRequest| {
+            let text = req.last_user_text().unwrap_or_default();
+            format!(
+                "reply: {}",
+                text.rsplit("Human: ").next().unwrap_or_default()
+            )
+        });
+        w
+    };
+    let direct = newest_world();
     let real = direct.sb.real_bin.join("claude");
     let out = run(direct.client(sdk, "replay", n, &real, "message {k}"), b"");
     let (d_turns, _) = lines(&out);
-    let shimmed = echo_world();
+    let shimmed = newest_world();
     let (s_turns, _) = shimmed.run_client(sdk, "replay", n, "message {k}");
     assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
     let engines = shimmed.engines();
