@@ -145,6 +145,10 @@ pub fn assert_same(what: &str, direct: &Asked, shim: &Asked, except: &[&str]) {
     };
     let excepted = |d: &str| except.iter().any(|e| field(d).starts_with(e));
     let unexpected: Vec<&String> = found.iter().filter(|d| !excepted(d)).collect();
+    // The known differences, for whoever runs with --nocapture.
+    for d in found.iter().filter(|d| excepted(d)) {
+        println!("{what}: known: {}", clip(d));
+    }
     assert!(
         unexpected.is_empty(),
         "{what}: the model was asked otherwise than by the direct call:\n{}",
