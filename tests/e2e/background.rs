@@ -78,7 +78,7 @@ impl Caller {
             false => self.w.sb.shimmed(args),
         };
         let start = Instant::now();
-        let out = self.w.send(cmd, msg, |out| result(out));
+        let out = self.w.send(cmd, msg, result);
         assert!(out.status.success(), "{}", describe(&out));
         (out, start.elapsed())
     }
@@ -229,5 +229,73 @@ fn a_live_cli_that_left_background_work_is_not_kept() {
         engines.last().map(String::as_str),
         Some("warm"),
         "{engines:?}"
+    );
+}
+
+/// A stream-json caller (as the Agent SDKs call: one user line, then its
+/// input closed), directly and through the shim: what each prints and asks.
+fn stream_json_call(c: &mut Caller) -> (String, Duration, usize) {
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        "Bash",
+    ];
+    let cmd = match c.direct {
+        true => c.w.sb.direct(args),
+        false => c.w.sb.shimmed(args),
+    };
+    let line = serde_json::json!({"type": "user", "message": {"role": "user", "content": JOB}});
+    let start = Instant::now();
+    let out = crate::support::run(cmd, format!("{line}\n").as_bytes());
+    let took = start.elapsed();
+    assert!(out.status.success(), "{}", describe(&out));
+    let results: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "result")
+        .map(|v| v["result"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    (results.join(" | "), took, c.w.server.main_requests().len())
+}
+
+/// A stream-json caller's first message (not a transcript the shim knows:
+/// it runs cold) that starts a background command: directly, the CLI
+/// prints the turn's result, waits for the command (its input ended), answers
+/// the notification and prints a second result. Through the shim the same,
+/// the same requests, and none after the call.
+#[test]
+fn a_stream_json_caller_gets_both_results_as_directly() {
+    let mut ways = [Caller::new(true), Caller::new(false)];
+    let mut seen = Vec::new();
+    for c in &mut ways {
+        let (results, took, made) = stream_json_call(c);
+        std::thread::sleep(Duration::from_secs(SLEEP + 2));
+        let after = c.w.server.main_requests().len();
+        seen.push((results, took, made, after, c.marker()));
+    }
+    let (direct, shim) = (&seen[0], &seen[1]);
+    assert_eq!(
+        direct.0,
+        format!("the job runs in the background | {FINAL}"),
+        "{direct:?}"
+    );
+    assert!(
+        direct.4 && direct.1 >= Duration::from_secs(SLEEP),
+        "{direct:?}"
+    );
+    assert_eq!(direct.2, direct.3, "directly, a request after the call");
+    assert_eq!(shim.0, direct.0, "{}", ways[1].w.context());
+    assert!(shim.4 && shim.1 >= Duration::from_secs(SLEEP), "{shim:?}");
+    assert_eq!(shim.2, shim.3, "through the shim, a request after the call");
+    requests::assert_same(
+        "a stream-json caller's background command",
+        &Asked::of(&ways[0].w.sb, &ways[0].w.server.requests()),
+        &Asked::of(&ways[1].w.sb, &ways[1].w.server.requests()),
+        &[],
     );
 }

@@ -43,7 +43,7 @@ pub fn comparable(sb: &Sandbox, r: &LoggedRequest) -> Value {
         let headers: serde_json::Map<String, Value> = HEADERS
             .iter()
             .map(|h| {
-                let v = r.header(h).map_or(Value::Null, |v| Value::from(v));
+                let v = r.header(h).map_or(Value::Null, Value::from);
                 (format!("header {h}"), v)
             })
             .collect();
