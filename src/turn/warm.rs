@@ -330,7 +330,8 @@ impl Warm {
         // permission mode, an interrupt: it would carry them over).
         // Nor one whose turn started work that goes on in the background (a
         // command, an agent, a monitor, a wake-up): it would call the model
-        // when that work ends, between the caller's turns (issue 49). Ended,
+        // when that work ends, between the caller's turns (issue 49). Killed
+        // (its input closed, it would wait for the work and call the model),
         // it calls nobody; the session stays as the caller saw it.
         let background = relayed.observation.background;
         if background {
@@ -361,7 +362,7 @@ impl Warm {
         let key = (healthy && lent.fresh).then(|| self.key_now()).flatten();
         let size = self.file_size(plan.target_session());
         if let Some(k) = self.keeper.as_mut() {
-            k.done(healthy, head, key, size);
+            k.done((healthy, background), head, key, size);
         }
         drop(lent);
         let exit = match (relayed.exit, relayed.signalled_by) {
