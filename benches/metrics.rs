@@ -226,6 +226,7 @@ fn varied<'a>(i: usize, o: &'a Owned, prefix: &'a Prefix) -> Run<'a> {
             store_wait: steps(0.0001, 2.0, 12),
         }),
         errors: u64::from(i % 97 == 0),
+        cold: (i % 3 == 0).then_some("single-shot"),
     }
 }
 
@@ -266,6 +267,7 @@ fn timed_run<'a>(o: &'a Owned, prefix: Option<&'a Prefix>, metrics: bool) -> Run
             store_wait: 0.0004,
         }),
         errors: 0,
+        cold: None,
     }
 }
 

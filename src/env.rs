@@ -46,6 +46,9 @@ pub const WARM_MAX: &str = "CLAUDE_SHIM_WARM_MAX";
 pub const WARM_TTL: &str = "CLAUDE_SHIM_WARM_TTL";
 /// The most resident memory the live processes may hold together.
 pub const WARM_MEMORY: &str = "CLAUDE_SHIM_WARM_MEMORY";
+/// `1`: calls with text input run in live CLIs too, although the model is
+/// then asked as in a multi-turn session (see `warm::SINGLE_SHOT`).
+pub const WARM_TEXT: &str = "CLAUDE_SHIM_WARM_TEXT";
 /// `0`: no CLI started ahead of a scope's next new conversation.
 pub const WARM_READY: &str = "CLAUDE_SHIM_WARM_READY";
 /// How long a new live process may stay silent before it is taken for one
@@ -160,6 +163,10 @@ pub const ALL: &[(&str, &str)] = &[
     (
         WARM_MEMORY,
         "most memory the live CLIs may hold together, e.g. 1G or 512M (default: an eighth of RAM, at most 1G)",
+    ),
+    (
+        WARM_TEXT,
+        "1 = calls with text input (a prompt argument or piped text) run in live CLIs too, although the model is then asked as in a multi-turn session, and background work may outlive the call (default: they run cold)",
     ),
     (
         WARM_READY,
@@ -278,6 +285,12 @@ pub fn warm() -> bool {
         std::env::var(WARM).as_deref().map(str::trim),
         Ok("0" | "false" | "off" | "no")
     )
+}
+
+/// Calls with text input run in live CLIs only when `CLAUDE_SHIM_WARM_TEXT`
+/// says `1`/`true`/`yes`/`on` (and warm turns are on).
+pub fn warm_text() -> bool {
+    warm() && flag(WARM_TEXT)
 }
 
 /// A CLI is kept ready for new conversations unless `CLAUDE_SHIM_WARM_READY`

@@ -97,6 +97,20 @@ impl Content<'_> {
         }
     }
 
+    /// Whether a tool call starts work that outlives the turn's reply
+    /// (`run_in_background`, a monitor, a wake-up): the CLI calls the model
+    /// again when it ends.
+    pub fn starts_background(&self) -> bool {
+        match self {
+            Content::Text(_) => false,
+            Content::Blocks(blocks) => blocks.iter().any(|b| {
+                b.kind == "tool_use"
+                    && (b.input.as_ref().and_then(|i| i.run_in_background) == Some(true)
+                        || b.name.as_deref().is_some_and(|n| WAKE_LATER.contains(&n)))
+            }),
+        }
+    }
+
     /// Blocks that call a tool (the CLI's, or the server's).
     pub fn tool_calls(&self) -> usize {
         match self {
@@ -109,14 +123,31 @@ impl Content<'_> {
     }
 }
 
-/// A content block; only text blocks are read.
+/// A content block; text blocks are read, and of a tool call what says
+/// whether it starts work that goes on in the background.
 #[derive(Debug, Deserialize)]
 pub struct Block<'a> {
     #[serde(rename = "type", borrow)]
     pub kind: Cow<'a, str>,
     #[serde(borrow, default)]
     pub text: Option<Cow<'a, str>>,
+    /// A tool call's tool.
+    #[serde(borrow, default)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pub input: Option<ToolInput>,
 }
+
+/// What of a tool call's input is read.
+#[derive(Debug, Default, Deserialize)]
+pub struct ToolInput {
+    #[serde(default)]
+    pub run_in_background: Option<bool>,
+}
+
+/// Tools whose call leaves work that wakes the model later (2.1.330): a
+/// monitor, a scheduled wake-up, a recurring job.
+const WAKE_LATER: &[&str] = &["Monitor", "ScheduleWakeup", "CronCreate"];
 
 /// Token usage as the CLI reports it (a result's, or an API call's).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]

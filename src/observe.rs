@@ -38,6 +38,9 @@ pub struct Observation {
     pub assistant_texts: Vec<String>,
     /// Tool calls among those events' blocks.
     pub assistant_tools: usize,
+    /// One of them started work that goes on in the background (see
+    /// `events::Content::starts_background`).
+    pub background: bool,
     /// Compactions of the session (`compact_boundary` events).
     pub compactions: usize,
     pub result: Option<ResultEvent>,
@@ -251,6 +254,7 @@ impl Observer {
                     self.obs.assistant_texts.push(text.to_owned());
                 }
                 self.obs.assistant_tools += a.message.content.tool_calls();
+                self.obs.background |= a.message.content.starts_background();
             }
             Event::Result(r) => {
                 self.obs.results += 1;
@@ -301,6 +305,43 @@ mod tests {
             result_chunks += usize::from(o.feed(c).result);
         }
         (o.finish(), result_chunks)
+    }
+
+    #[test]
+    fn a_call_that_leaves_work_in_the_background_is_seen() {
+        let line = |content: &str| {
+            format!(r#"{{"type":"assistant","uuid":"A","message":{{"content":[{content}]}}}}"#)
+                + "\n"
+        };
+        for (content, background) in [
+            (
+                r#"{"type":"tool_use","id":"t","name":"Bash","input":{"command":"sleep 3","run_in_background":true}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"tool_use","id":"t","name":"Agent","input":{"prompt":"p","run_in_background":true}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"tool_use","id":"t","name":"Monitor","input":{"command":"tail -f x"}}"#,
+                true,
+            ),
+            (
+                r#"{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls","run_in_background":false}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"tool_use","id":"t","name":"Read","input":{"file_path":"/x"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"text","text":"run_in_background Monitor"}"#,
+                false,
+            ),
+        ] {
+            let (obs, _) = feed_in(OutputFormat::StreamJson, line(content).as_bytes(), 4096);
+            assert_eq!(obs.background, background, "{content}");
+        }
     }
 
     #[test]

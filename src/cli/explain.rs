@@ -87,6 +87,16 @@ pub struct Report {
     /// What becomes of the session's later messages (stream-json input).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub later_messages: Option<String>,
+    /// Why the turn would run in a new CLI where it might run in a live one
+    /// (a `warm::Refusal`: code and sentence).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs_cold: Option<ColdView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ColdView {
+    pub code: &'static str,
+    pub text: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -190,6 +200,13 @@ pub fn explain(input: Option<&Path>, args: &[OsString]) -> Result<Report> {
         OutputFormat::StreamJson => "stream-json",
     });
     report.ephemeral = Some(managed.ephemeral);
+    report.runs_cold = env::warm()
+        .then(|| crate::warm::refusal(&managed, env::warm_text()))
+        .flatten()
+        .map(|r| ColdView {
+            code: r.code,
+            text: r.text,
+        });
     // As a turn does: a caller that turned persistence off runs without it.
     let args = match managed.ephemeral {
         true => crate::argv::without(args, &managed.args, "no-session-persistence"),
@@ -521,6 +538,13 @@ fn human(r: &Report, width: Option<usize>) -> String {
             out.push('\n');
         }
     }
+    if let Some(cold) = &r.runs_cold {
+        let why = format!("{} ({})", cold.text, cold.code);
+        for l in super::human::hanging("cold:      ", &why, width) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
     if let Some(argv) = &r.would_run_argv {
         out.push_str(&format!("would run: claude {}\n", shell_words(argv)));
     }
@@ -604,6 +628,25 @@ mod tests {
             assert!(l.starts_with(&" ".repeat(11)), "{text}");
         }
         assert!(why.iter().all(|l| l.chars().count() <= 40), "{text}");
+    }
+
+    #[test]
+    fn a_turn_that_runs_cold_says_why() {
+        let r = Report {
+            argv: vec!["-p".into()],
+            managed: true,
+            runs_cold: Some(ColdView {
+                code: crate::warm::SINGLE_SHOT.code,
+                text: crate::warm::SINGLE_SHOT.text,
+            }),
+            ..Default::default()
+        };
+        let text = human(&r, Some(200));
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("cold:") && l.contains("single-shot")),
+            "{text}"
+        );
     }
 
     #[test]

@@ -67,6 +67,7 @@ pub const TOKENS: &str = "claude_shim_tokens";
 pub const COST: &str = "claude_shim_cost_usd";
 pub const SAVED: &str = "claude_shim_saved_usd";
 pub const CACHE_MISSES: &str = "claude_shim_cache_misses";
+pub const COLD: &str = "claude_shim_cold_turns";
 pub const ERRORS: &str = "claude_shim_turn_errors";
 pub const OVERHEAD: &str = "claude_shim_overhead_seconds";
 pub const TURN_SECONDS: &str = "claude_shim_turn_seconds";
@@ -124,6 +125,11 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: CACHE_MISSES,
         help: "Resumed and forked turns (cold or warm) that wrote more to the prompt cache than they read, by reason (idle, model, system_prompt, tools, compaction, snapshot, unknown)",
+        ty: Type::Counter,
+    },
+    Family {
+        name: COLD,
+        help: "Turns that ran in a new CLI where they might have run in a live one, by reason (single-shot: a call with text input, which the CLI runs as a single-shot print session; and the other codes of docs/metrics.md)",
         ty: Type::Counter,
     },
     Family {
@@ -200,6 +206,9 @@ pub fn deltas(run: &Run<'_>, backend: &str) -> Vec<Delta> {
     }
     if let Some(miss) = run.cache_miss {
         add(CACHE_MISSES, format!("reason={}", miss.as_str()), 1.0);
+    }
+    if let Some(why) = run.cold {
+        add(COLD, format!("reason={why}"), 1.0);
     }
     if run.errors > 0 {
         add(ERRORS, format!("backend={backend}"), run.errors as f64);
@@ -337,6 +346,7 @@ mod tests {
                 store_wait: 0.0003,
             }),
             errors: 0,
+            cold: None,
         }
     }
 
@@ -384,6 +394,7 @@ mod tests {
             spent: Spent::default(),
             timing: None,
             errors: 2,
+            cold: Some("single-shot"),
             ..run()
         };
         let d = deltas(&r, "postgres");
@@ -391,6 +402,8 @@ mod tests {
         assert!(find(&d, TURNS_FAILED, "kind=fallback").is_some());
         assert!(find(&d, CACHE_MISSES, "reason=idle").is_some());
         assert_eq!(find(&d, ERRORS, "backend=postgres").unwrap().value, 2.0);
+        assert_eq!(find(&d, COLD, "reason=single-shot").unwrap().value, 1.0);
+        assert!(deltas(&run(), "sqlite").iter().all(|x| x.family != COLD));
         // Unknown usage and cost add nothing, never zero.
         assert!(d.iter().all(|x| x.family != TOKENS && x.family != COST));
         assert!(d.iter().all(|x| x.family != OVERHEAD));

@@ -428,6 +428,7 @@ impl Turn<'_> {
             prefix: Some(&prefix),
             timing: Some(timing),
             errors: crate::log::errors_logged(),
+            cold: self.ctx.cold.get().map(|r| r.code),
         };
         // Written ahead when the caller was about to have the reply: completed.
         let logged = match ran.recorder.run_row() {
@@ -776,6 +777,7 @@ mod tests {
         /// Run the turn through `launch`.
         fn execute(&self, p: Prepared, launch: &mut Fake) -> Exit {
             let ctx = Ctx {
+                cold: Default::default(),
                 real: Path::new("/nonexistent/claude"),
                 guard: "1:1",
                 child: Default::default(),

@@ -32,6 +32,9 @@ pub struct Ctx<'a> {
     pub(super) live: runner::live::Live,
     /// The store, opened on a thread from the turn's start.
     pub(super) opening: super::lookup::Opening,
+    /// Why the turn ran cold where it might have run in a live CLI (set by
+    /// `super::warm::Warm::new`): said in its reason, counted in the metrics.
+    pub(super) cold: std::sync::OnceLock<crate::warm::Refusal>,
 }
 
 impl Ctx<'_> {
@@ -70,9 +73,13 @@ impl Ctx<'_> {
     /// The runs log's reason, with what was cut of the session's later
     /// messages.
     pub(super) fn why_with_live(&self, why: &str) -> String {
+        let why = match self.cold.get() {
+            Some(r) => format!("{why}; {}", r.text),
+            None => why.to_owned(),
+        };
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         match live.cut {
-            0 => why.to_owned(),
+            0 => why,
             n => format!(
                 "{why}; {n} of {} later messages re-sent the live session's transcript \
                  and went as their new part only ({} bytes not sent again)",

@@ -241,6 +241,7 @@ pub fn unchanged(
         prefix: None,
         timing: Some(crate::timeline::now()),
         errors: crate::log::errors_logged(),
+        cold: None,
     };
     // Store trouble is why some of these ran unchanged: never fail on it.
     if reason.code != "store-unavailable" {

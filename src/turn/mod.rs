@@ -113,6 +113,7 @@ fn turn(real: &Path, args: Vec<OsString>, managed: Managed, guard: &str) -> Exit
         answered: Default::default(),
         live: Default::default(),
         opening,
+        cold: Default::default(),
     };
     match prompt {
         Prompt::Waiting { before, complete } => handshake::run(&ctx, before, complete, known),

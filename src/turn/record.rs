@@ -409,6 +409,7 @@ impl Recorder {
             prefix: None,
             timing: None,
             errors: 0,
+            cold: None,
         };
         match self.store.lock().begin_run(&run) {
             Ok(id) => st.run = Some(id),

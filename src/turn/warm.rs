@@ -103,8 +103,9 @@ impl Warm {
         if !env::warm() {
             return None;
         }
-        if let Some(why) = warm::refusal(ctx.managed) {
-            debug!("cold: {why}");
+        if let Some(why) = warm::refusal(ctx.managed, env::warm_text()) {
+            debug!("cold: {}", why.text);
+            let _ = ctx.cold.set(why);
             return None;
         }
         if crate::runner::terminal::Caller::now().any() {
@@ -122,7 +123,8 @@ impl Warm {
         let flags = warm::caller_flags(ctx.args, &parsed)?;
         if matches!(prompt, Prompt::StreamJson { .. }) {
             if let Some(why) = warm::sdk_refusal(&flags, sdk.as_ref().map(|s| &s.request)) {
-                debug!("cold: {why}");
+                debug!("cold: {}", why.text);
+                let _ = ctx.cold.set(why);
                 return None;
             }
         }
@@ -326,11 +328,21 @@ impl Warm {
         let spoke_on_stderr = lent.fresh && relayed.stderr > 0;
         // Nor one the caller sent a control request mid-turn (a model, a
         // permission mode, an interrupt: it would carry them over).
+        // Nor one whose turn started work that goes on in the background (a
+        // command, an agent, a monitor, a wake-up): it would call the model
+        // when that work ends, between the caller's turns (issue 49). Killed
+        // (its input closed, it would wait for the work and call the model),
+        // it calls nobody; the session stays as the caller saw it.
+        let background = relayed.observation.background;
+        if background {
+            debug!("warm: the turn left work in the background; its CLI is not kept");
+        }
         let healthy = relayed.exit.is_some()
             && !relayed.signalled
             && !relayed.interrupted
             && !relayed.caller_controlled
-            && !spoke_on_stderr;
+            && !spoke_on_stderr
+            && !background;
         // Ended mid-turn after output reached the caller: end as it did.
         let died = match (relayed.exit, relayed.signalled) {
             (None, false) => self.keeper.as_mut().and_then(Keeper::ended),
@@ -350,7 +362,7 @@ impl Warm {
         let key = (healthy && lent.fresh).then(|| self.key_now()).flatten();
         let size = self.file_size(plan.target_session());
         if let Some(k) = self.keeper.as_mut() {
-            k.done(healthy, head, key, size);
+            k.done((healthy, background), head, key, size);
         }
         drop(lent);
         let exit = match (relayed.exit, relayed.signalled_by) {

@@ -269,9 +269,11 @@ impl Keeper {
     /// milliseconds, and nothing of the turn depends on the answer. The
     /// keeper reads it before this connection's end, and before a later
     /// connection's turn (`keeper::server`); a later call here reads it first.
+    /// `at_once`: the turn left work in the background; the process is
+    /// killed rather than left to end with its input.
     pub fn done(
         &mut self,
-        healthy: bool,
+        (healthy, at_once): (bool, bool),
         head: Option<String>,
         key: Option<String>,
         file_size: Option<u64>,
@@ -281,6 +283,7 @@ impl Keeper {
             head,
             file_size,
             key,
+            at_once,
         };
         if protocol::send(&self.stream, &done, &[]).is_ok() {
             self.owed += 1;

@@ -18,35 +18,74 @@ use crate::invocation::{InputFormat, Managed, Mode, OutputFormat};
 use sha2::{Digest, Sha256};
 use std::ffi::OsString;
 
-/// Why an invocation cannot run warm (`None`: it can). Pure.
-pub fn refusal(m: &Managed) -> Option<&'static str> {
+/// Why a call runs cold where it might have run in a live CLI: a stable
+/// code (the `reason` of `claude_shim_cold_turns_total`) and a sentence (the
+/// end of the turn's reason in `log`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: &'static str,
+    pub text: &'static str,
+}
+
+const fn refused(code: &'static str, text: &'static str) -> Refusal {
+    Refusal { code, text }
+}
+
+/// A call whose input is text (the prompt as an argument or on stdin) is
+/// the CLI's *single-shot print session*; a live CLI reads stream-json and
+/// is a multi-turn one, which the CLI asks the model for differently (the
+/// Bash tool's background limit, `thinking.display`) and which outlives the
+/// turn (background work calls the model after the reply). See
+/// docs/cli-versions.md.
+pub const SINGLE_SHOT: Refusal = refused(
+    "single-shot",
+    "a call with text input is a single-shot print session, which a live CLI is not (the model would get another request): it ran cold",
+);
+
+/// Why an invocation cannot run warm (`None`: it can). `text_warm`: the
+/// caller allowed text input in live CLIs ([`crate::env::warm_text`]). Pure.
+pub fn refusal(m: &Managed, text_warm: bool) -> Option<Refusal> {
     // An Agent SDK caller (no `-p`) speaks stream-json both ways: its
     // output must be stream-json too.
     let stream_in = m.mode == Mode::Sdk || m.input == InputFormat::StreamJson;
+    if !stream_in && !text_warm {
+        return Some(SINGLE_SHOT);
+    }
     if stream_in && m.output != OutputFormat::StreamJson {
-        return Some("stream-json input with another output format runs cold");
+        return Some(refused(
+            "stream-json-input",
+            "stream-json input with another output format runs cold",
+        ));
     }
     if m.caller_resume.is_some() {
-        return Some("a caller-chosen session runs cold");
+        return Some(refused(
+            "caller-session",
+            "a caller-chosen session runs cold",
+        ));
     }
     if m.mode == Mode::Printed {
-        return Some("a call without -p (it prints: stdout is not a terminal) runs cold");
+        return Some(refused(
+            "without-p",
+            "a call without -p (it prints: stdout is not a terminal) runs cold",
+        ));
     }
     if m.output == OutputFormat::Json && m.args.has("verbose") {
-        return Some(
+        return Some(refused(
+            "json-verbose",
             "--output-format json --verbose prints every message as an array: it runs cold",
-        );
+        ));
     }
     if m.output == OutputFormat::StreamJson && !m.args.has("verbose") {
         // The CLI refuses it; a live process would not (it gets --verbose).
-        return Some(
+        return Some(refused(
+            "stream-json-without-verbose",
             "--output-format stream-json without --verbose is the CLI's error: it runs cold",
-        );
+        ));
     }
     PER_PROCESS
         .iter()
         .find(|(flag, _)| m.args.has(flag))
-        .map(|(_, why)| *why)
+        .map(|(_, why)| refused("per-process-flag", why))
 }
 
 /// Flags whose effect a live process would carry from one turn to the next,
@@ -138,7 +177,7 @@ pub fn live_args(session_flags: &[OsString], flags: &[String]) -> Option<Vec<Str
 ///   process connected to an earlier caller's.
 /// - `SessionStart` and `SessionEnd` hooks fire when a process starts and
 ///   ends: a live process's turn does neither.
-pub fn sdk_refusal(args: &[String], request: Option<&serde_json::Value>) -> Option<&'static str> {
+pub fn sdk_refusal(args: &[String], request: Option<&serde_json::Value>) -> Option<Refusal> {
     let sdk_server = |config: &str| {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(config) else {
             return false;
@@ -155,22 +194,30 @@ pub fn sdk_refusal(args: &[String], request: Option<&serde_json::Value>) -> Opti
             None => None,
         };
         if value.is_some_and(sdk_server) {
-            return Some("SDK MCP servers live in the caller's process: it runs cold");
+            return Some(SDK_SERVERS);
         }
     }
     let r = request?;
     if r["sdkMcpServers"].as_array().is_some_and(|s| !s.is_empty()) {
-        return Some("SDK MCP servers live in the caller's process: it runs cold");
+        return Some(SDK_SERVERS);
     }
     let hooks = r["hooks"].as_object();
     if ["SessionStart", "SessionEnd"]
         .iter()
         .any(|e| hooks.is_some_and(|h| h.contains_key(*e)))
     {
-        return Some("SessionStart and SessionEnd hooks fire per process: it runs cold");
+        return Some(refused(
+            "session-hooks",
+            "SessionStart and SessionEnd hooks fire per process: it runs cold",
+        ));
     }
     None
 }
+
+const SDK_SERVERS: Refusal = refused(
+    "sdk-mcp-servers",
+    "SDK MCP servers live in the caller's process: it runs cold",
+);
 
 /// What a live process took in at start (beyond its session), hashed: a
 /// turn may use it only if its own is the same.
@@ -245,6 +292,20 @@ mod tests {
 
     #[test]
     fn which_calls_may_run_warm() {
+        // Text input: a single-shot print session, which no live CLI is.
+        for text in [
+            &["-p"][..],
+            &["-p", "--output-format", "json"],
+            &["-p", "--output-format", "stream-json", "--verbose"],
+        ] {
+            assert_eq!(
+                super::refusal(&managed(text), false),
+                Some(SINGLE_SHOT),
+                "{text:?}"
+            );
+        }
+        // The rest as when the caller allows text input in live CLIs.
+        let refusal = |m: &Managed| super::refusal(m, true);
         assert_eq!(refusal(&managed(&["-p"])), None);
         assert_eq!(refusal(&managed(&["-p", "--output-format", "json"])), None);
         assert_eq!(
@@ -277,6 +338,7 @@ mod tests {
             "--verbose",
         ];
         assert_eq!(refusal(&managed(&sdk)), None);
+        assert_eq!(super::refusal(&managed(&sdk), false), None);
         assert!(refusal(&managed(&sdk[..4])).is_some());
         assert!(refusal(&managed(&["-p", "--input-format", "stream-json"])).is_some());
     }

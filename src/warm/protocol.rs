@@ -72,6 +72,10 @@ pub enum Request {
         /// What the process has taken in now (its own first start writes
         /// some of the files a start reads).
         key: Option<String>,
+        /// End it at once (SIGKILL), not by closing its input: its turn left
+        /// work in the background, which would call the model when it ends.
+        #[serde(default)]
+        at_once: bool,
     },
     /// The lent process ended mid-turn: how (the reply waits for its exit).
     Ended,

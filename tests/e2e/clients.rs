@@ -11,6 +11,7 @@
 //! model was sent: every earlier message once, the new one once.
 
 use crate::support::api::{LoggedRequest, TOOL_USE};
+use crate::support::requests::{self, Asked};
 use crate::support::{describe, run, sdk, Chat, Client, Ran, World};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -227,6 +228,56 @@ fn session_is_unchanged(sdk: Sdk) {
     // One process answered every message: the shim pinned nothing of it.
     let runs = shimmed.runs();
     assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_asked_the_same(&format!("{sdk:?} session"), &direct, &shimmed);
+}
+
+/// The model was asked the same directly and through the shim: every field of
+/// every main request, `messages` aside (see `support::requests`).
+fn assert_asked_the_same(what: &str, direct: &World, shimmed: &World) {
+    requests::assert_same(
+        what,
+        &Asked::of(&direct.sb, &direct.server.requests()),
+        &Asked::of(&shimmed.sb, &shimmed.server.requests()),
+        &[],
+    );
+}
+
+/// One `query()` per turn, each its own CLI without the shim; through it, the
+/// later turns in the conversation's live CLI: the model is asked the same.
+fn queries_ask_the_model_as_directly(sdk: Sdk) {
+    let n = 4;
+    // The newest message's reply, whatever the transcript around it.
+    let newest_world = || {
+        let w = SdkWorld::new();
+        w.server.set_reply(|req: &LoggedRequest| {
+            let text = req.last_user_text().unwrap_or_default();
+            format!(
+                "reply: {}",
+                text.rsplit("Human: ").next().unwrap_or_default()
+            )
+        });
+        w
+    };
+    let direct = newest_world();
+    let real = direct.sb.real_bin.join("claude");
+    let out = run(direct.client(sdk, "replay", n, &real, "message {k}"), b"");
+    let (d_turns, _) = lines(&out);
+    let shimmed = newest_world();
+    let (s_turns, _) = shimmed.run_client(sdk, "replay", n, "message {k}");
+    assert_eq!(replies(&d_turns, n), replies(&s_turns, n));
+    let engines = shimmed.engines();
+    assert!(engines.iter().any(|e| e == "warm"), "{engines:?}");
+    assert_asked_the_same(&format!("{sdk:?} queries {engines:?}"), &direct, &shimmed);
+}
+
+#[test]
+fn python_sdk_queries_ask_the_model_as_directly() {
+    queries_ask_the_model_as_directly(Sdk::Python);
+}
+
+#[test]
+fn typescript_sdk_queries_ask_the_model_as_directly() {
+    queries_ask_the_model_as_directly(Sdk::TypeScript);
 }
 
 /// Costs are the same figures in both, but their float text may differ in the last
@@ -776,6 +827,26 @@ fn session_in_a_live_cli_is_unchanged(sdk: Sdk) {
     );
     assert!(d.len() >= 3 * n, "{d:?}");
     assert_eq!(d, s);
+    // The shimmed world's earlier conversation asked first.
+    let earlier = shimmed
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.is_main() && !r.user_texts().iter().any(|t| t.contains("message ")))
+        .count();
+    let later: Vec<_> = shimmed
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_main())
+        .skip(earlier)
+        .collect();
+    requests::assert_same(
+        &format!("{sdk:?} session in a live CLI"),
+        &Asked::of(&direct.sb, &direct.server.requests()),
+        &Asked::of(&shimmed.sb, &later),
+        &[],
+    );
 }
 
 #[test]

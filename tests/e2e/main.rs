@@ -10,6 +10,7 @@
 mod support;
 
 mod back_to_back;
+mod background;
 mod before_the_cli;
 mod cache_miss;
 mod caller_stops_reading;

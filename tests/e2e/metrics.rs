@@ -62,8 +62,21 @@ fn prometheus_counts_what_log_shows() {
     let file = w.sb.session_file(&session).expect("the session's file");
     std::fs::write(&file, "").expect("empty the session file");
     w.turn("fourth message");
+    // As shipped, a call with text input runs cold (a single-shot print
+    // session): counted by its reason, which `log` says.
+    w.turn_env("fifth message", &[("CLAUDE_SHIM_WARM_TEXT", "0")]);
 
     let turns = logged(&w);
+    // (Newest first.)
+    let last = &turns[0];
+    assert_eq!(last["engine"], "cold", "{}", w.context());
+    assert!(
+        last["why"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("single-shot"),
+        "{last}"
+    );
     let kinds: Vec<&str> = turns.iter().map(|t| t["kind"].as_str().unwrap()).collect();
     assert!(kinds.contains(&"fallback"), "{kinds:?}\n{}", w.context());
     let engines: Vec<&str> = turns
@@ -88,6 +101,10 @@ fn prometheus_counts_what_log_shows() {
     assert_eq!(counted, by_kind_engine(&turns), "{}", w.context());
     assert_eq!(
         prom.value("sum(claude_shim_fallbacks_total{reason=\"resume-refused\"})"),
+        1.0
+    );
+    assert_eq!(
+        prom.value("sum(claude_shim_cold_turns_total{reason=\"single-shot\"})"),
         1.0
     );
     for (ty, field) in [

@@ -310,6 +310,7 @@ fn a_cli_that_never_answers_a_live_turn_gets_a_cold_one() {
     let c = primed(&w, Client::Wrapper);
     third_turn_is_unharmed(&w, &c, |cmd| {
         cmd.env("CLAUDE_SHIM_WARM", "1")
+            .env("CLAUDE_SHIM_WARM_TEXT", "1")
             .env("FAKE_STREAM_TO_EOF", "1");
     });
     let last = runs(&w).pop().expect("a run");
@@ -1020,7 +1021,9 @@ fn children(pid: u32) -> Vec<u32> {
 #[test]
 fn a_live_cli_writing_on_stderr_while_idle_leaves_the_keeper_answering() {
     let mut w = Sandbox::new();
-    w.set_env("CLAUDE_SHIM_WARM", "1");
+    // Text-input calls in live CLIs (as shipped they run cold).
+    w.set_env("CLAUDE_SHIM_WARM", "1")
+        .set_env("CLAUDE_SHIM_WARM_TEXT", "1");
     let mut chat = Chat::new(Client::Wrapper);
     say(&w, &mut chat, "one <<s.1>>");
     let mut cmd = shim(&w);

@@ -273,6 +273,7 @@ fn every_query_of_the_store_runs_on_postgres() {
         prefix: None,
         timing: None,
         errors: 0,
+        cold: None,
     };
     s.log_run(&run).unwrap();
     assert_eq!(s.run_counts().unwrap(), [("resumed".to_string(), 1)]);

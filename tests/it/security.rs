@@ -112,7 +112,9 @@ fn a_data_dir_open_to_others_is_never_read_written_or_connected_to() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let mut w = Sandbox::new();
-    w.set_env("CLAUDE_SHIM_WARM", "1");
+    // Text-input calls in live CLIs (as shipped they run cold).
+    w.set_env("CLAUDE_SHIM_WARM", "1")
+        .set_env("CLAUDE_SHIM_WARM_TEXT", "1");
     let c = primed(&w);
     end_the_owners_keeper(&w);
     // Their store: a loopback listener that counts who connects.
@@ -216,7 +218,9 @@ fn a_keeper_socket_of_another_user_gets_no_turn() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let mut w = Sandbox::new();
-    w.set_env("CLAUDE_SHIM_WARM", "1");
+    // Text-input calls in live CLIs (as shipped they run cold).
+    w.set_env("CLAUDE_SHIM_WARM", "1")
+        .set_env("CLAUDE_SHIM_WARM_TEXT", "1");
     let c = primed(&w);
     end_the_owners_keeper(&w);
     let sock = w.shim_home.join("keeper.sock");

@@ -439,6 +439,7 @@ fn logs_and_counts(new: &New) {
             prefix: None,
             timing: None,
             errors: 0,
+            cold: None,
         };
         s.log_run(&run).unwrap();
     }

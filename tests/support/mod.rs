@@ -19,6 +19,7 @@ pub mod mount;
 pub mod postgres;
 pub mod process;
 pub mod prometheus;
+pub mod requests;
 pub mod sandbox;
 pub mod sdk;
 pub mod store;

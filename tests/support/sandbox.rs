@@ -115,6 +115,13 @@ impl Sandbox {
             // tests of ready CLIs, and of what outlives a call, turn it back on
             // (`Sandbox::ready_clis`).
             ("CLAUDE_SHIM_WARM_READY", "0"),
+            // Text-input calls in live CLIs, as `CLAUDE_SHIM_WARM_TEXT=1` lets
+            // them: the tests of the warm path's machinery (relay, render,
+            // keeper, isolation) drive it with `claude -p` clients. As shipped,
+            // those calls run cold (a single-shot print session, issue 49); the
+            // tests of what the model is asked, and of that choice, say so
+            // (`Sandbox::as_shipped`).
+            ("CLAUDE_SHIM_WARM_TEXT", "1"),
         ] {
             sb.set_env(k, v);
         }
@@ -187,6 +194,14 @@ impl Sandbox {
     /// tests (`Sandbox::real` turns them off).
     pub fn ready_clis(&mut self) -> &mut Self {
         self.set_env("CLAUDE_SHIM_WARM_READY", "1")
+    }
+
+    /// The shim's defaults for live CLIs: a call with text input runs cold
+    /// (see `Sandbox::real`, which lets them run warm for the machinery's tests).
+    pub fn as_shipped(&mut self) -> &mut Self {
+        let key = OsStr::new("CLAUDE_SHIM_WARM_TEXT");
+        self.env.retain(|(k, _)| k != key);
+        self
     }
 
     /// Add (or override) an environment variable for every command built afterwards.

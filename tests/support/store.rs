@@ -43,6 +43,8 @@ pub struct RunRow {
     pub why_code: String,
     /// `cold` or `warm` ('' when not recorded).
     pub engine: String,
+    /// The reason's sentence ('' when not recorded).
+    pub why: String,
 }
 
 /// The `runs` table of the store in `shim_home`, oldest first (empty when
@@ -53,7 +55,8 @@ pub fn run_rows(shim_home: &Path) -> Vec<RunRow> {
     };
     let mut stmt = db
         .prepare(
-            "SELECT kind, session, cwd, exit, COALESCE(why_code, ''), COALESCE(engine, '')
+            "SELECT kind, session, cwd, exit, COALESCE(why_code, ''), COALESCE(engine, ''),
+                    COALESCE(why, '')
              FROM runs ORDER BY id",
         )
         .expect("runs");
@@ -66,6 +69,7 @@ pub fn run_rows(shim_home: &Path) -> Vec<RunRow> {
                 exit: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
                 why_code: r.get(4)?,
                 engine: r.get(5)?,
+                why: r.get(6)?,
             })
         })
         .expect("runs");

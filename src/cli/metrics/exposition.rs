@@ -165,6 +165,7 @@ fn has_labels(name: &str) -> bool {
         totals::FALLBACKS,
         totals::TOKENS,
         totals::CACHE_MISSES,
+        totals::COLD,
         totals::ERRORS,
     ]
     .contains(&name)

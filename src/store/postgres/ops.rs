@@ -99,6 +99,7 @@ impl Pg {
             prefix: None,
             timing: None,
             errors: 0,
+            cold: None,
         };
         self.log_run(&run, 0, S)?;
         self.mark_draining(S)?;

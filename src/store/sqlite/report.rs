@@ -360,6 +360,7 @@ mod tests {
                 prefix: None,
                 timing: None,
                 errors: 0,
+                cold: None,
             })
             .unwrap();
         };

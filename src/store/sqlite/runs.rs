@@ -177,6 +177,7 @@ mod tests {
             prefix: None,
             timing: None,
             errors: 0,
+            cold: None,
         };
         let id = s.begin_run(&run).unwrap();
         s.log_run(&Run {

@@ -49,6 +49,7 @@ fn row() -> Run<'static> {
         prefix: None,
         timing: None,
         errors: 0,
+        cold: None,
     }
 }
 

@@ -142,4 +142,7 @@ pub struct Run<'a> {
     pub timing: Option<crate::timeline::Timing>,
     /// Failures the turn worked around (errors.log lines it wrote).
     pub errors: u64,
+    /// Why it ran cold where it might have run in a live CLI (a
+    /// `warm::Refusal` code; `None`: it did not, or nothing refused it).
+    pub cold: Option<&'static str>,
 }

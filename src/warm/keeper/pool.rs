@@ -224,12 +224,13 @@ impl Pool {
         ForTurn::Lent { id, reply, fds }
     }
 
-    /// The lent `id` is back from its turn: `healthy`, it serves the next
-    /// (with what it has taken in now, `key`); else it ends.
+    /// The lent `id` is back from its turn: healthy, it serves the next
+    /// (with what it has taken in now, `key`); else it ends (killed, when
+    /// `at_once`).
     pub fn give_back(
         &mut self,
         id: u64,
-        healthy: bool,
+        (healthy, at_once): (bool, bool),
         head: Option<String>,
         file_size: Option<u64>,
         key: Option<String>,
@@ -250,6 +251,9 @@ impl Pool {
         } else {
             if !draining {
                 entry.ending_for(End::Unwell);
+            }
+            if at_once {
+                entry.child.kill();
             }
             entry.stop();
         }
@@ -618,7 +622,7 @@ mod tests {
     /// A turn of `session` served and given back, healthy: its entry.
     fn served(p: &mut Pool, session: &str) -> u64 {
         let (id, _) = lend(p, 1, session);
-        p.give_back(id, true, None, None, None);
+        p.give_back(id, (true, false), None, None, None);
         // Turns given back in the same instant would tie for the least
         // recently used.
         std::thread::sleep(Duration::from_millis(2));
@@ -688,7 +692,7 @@ mod tests {
         let (c, _) = lend(&mut p, 1, "C");
         assert!(stopping(&p, a) && fake.kid("A").killed(), "A ends");
         assert!(!stopping(&p, b) && !stopping(&p, c));
-        p.give_back(c, true, None, None, None);
+        p.give_back(c, (true, false), None, None, None);
         fake.kid("C").set_rss(200 * MIB);
         p.reap();
         // Within the budget, nothing ends; past it (C grew), the least
@@ -819,7 +823,7 @@ mod tests {
         arrivals(&mut p, "k", 4, Duration::from_millis(250));
         p.start_ready("k".into(), &start("R"));
         assert_eq!(ready(&p, "k"), 1);
-        p.give_back(a, true, None, None, None);
+        p.give_back(a, (true, false), None, None, None);
         p.start_ready("k".into(), &start("R2"));
         assert_eq!(ready(&p, "k"), MAX_READY);
         // Five seconds apart: one is enough; until the last comes half a
@@ -911,7 +915,7 @@ mod tests {
         assert_eq!(fake.kids().len(), 1);
         assert_eq!(state(&p, id), Some(State::Lent(1)));
         // Back from its turn, it serves the next, and may be released.
-        p.give_back(id, true, None, None, None);
+        p.give_back(id, (true, false), None, None, None);
         let (again, reply) = lend(&mut p, 2, "A");
         assert_eq!(again, id);
         assert!(matches!(
@@ -922,11 +926,11 @@ mod tests {
                 ..
             }
         ));
-        p.give_back(id, true, None, None, None);
+        p.give_back(id, (true, false), None, None, None);
         assert_eq!(p.release("A"), Ok(vec![id]));
         // Back unhealthy: it ends.
         let (b, _) = lend(&mut p, 3, "B");
-        p.give_back(b, false, None, None, None);
+        p.give_back(b, (false, false), None, None, None);
         assert!(stopping(&p, b));
     }
 

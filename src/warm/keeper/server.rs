@@ -289,12 +289,14 @@ impl Server {
                 head,
                 file_size,
                 key,
+                at_once,
             } => {
                 let done_key = key.clone();
                 let lent = self.conns.get_mut(&id).and_then(|c| c.lent.take());
                 let ready = self.conns.get_mut(&id).and_then(|c| c.ready.take());
                 if let Some(entry) = lent {
-                    self.pool.give_back(entry, healthy, head, file_size, key);
+                    let back = (healthy && !at_once, at_once);
+                    self.pool.give_back(entry, back, head, file_size, key);
                 }
                 self.reply(id, &Reply::Ok, &[]);
                 // It starts from the files as they are now (the turn's own
@@ -495,6 +497,7 @@ mod tests {
             head: None,
             file_size: None,
             key: None,
+            at_once: false,
         }
     }
 
@@ -545,6 +548,29 @@ mod tests {
         s.reap();
         assert!(kid.exited());
         assert_eq!(b.answer().unwrap().0, Reply::Ok);
+        assert!(s.pool.is_empty());
+    }
+
+    #[test]
+    fn a_turn_that_left_background_work_ends_its_cli_at_once() {
+        let fake = Fake::default();
+        let mut s = server(&fake);
+        let mut a = connect(&mut s);
+        let (_, pipes) = a.ask(&mut s, turn("S"));
+        let at_once = Request::Done {
+            healthy: true,
+            head: None,
+            file_size: None,
+            key: None,
+            at_once: true,
+        };
+        assert_eq!(a.ask(&mut s, at_once).0, Reply::Ok);
+        drop(pipes);
+        assert!(
+            fake.kid("S").killed(),
+            "killed, not left to its input's end"
+        );
+        s.reap();
         assert!(s.pool.is_empty());
     }
 

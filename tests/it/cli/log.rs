@@ -51,6 +51,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, why: (&str, &str), spent: Spent, hou
             prefix: None,
             timing: None,
             errors: 0,
+            cold: None,
         })
         .unwrap();
 }

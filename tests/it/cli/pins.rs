@@ -170,6 +170,7 @@ fn gc_drops_gone_and_old_pins_and_old_runs_then_vacuums() {
                     prefix: None,
                     timing: None,
                     errors: 0,
+                    cold: None,
                 },
                 days_ago,
             );

@@ -47,6 +47,7 @@ fn seed(s: &Sandbox, cwd: &str, kind: Kind, bytes: (usize, usize), days_ago: i64
             prefix: None,
             timing: None,
             errors: 0,
+            cold: None,
         },
         days_ago,
     );

@@ -40,6 +40,7 @@ fn seed(s: &Sandbox, kind: Kind, spent: Spent) {
             prefix: None,
             timing: None,
             errors: 0,
+            cold: None,
         })
         .unwrap();
 }
