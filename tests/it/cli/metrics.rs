@@ -237,3 +237,40 @@ fn the_endpoint_is_this_data_dirs_and_follows_its_store() {
         "{body}"
     );
 }
+
+/// `claude_shim_store_up` as a scrape of `addr` gives it.
+fn store_up(addr: &str) -> String {
+    let (_, body) = scrape(addr);
+    body.lines()
+        .find_map(|l| l.strip_prefix("claude_shim_store_up "))
+        .unwrap_or_else(|| panic!("no store_up in {body}"))
+        .trim()
+        .to_owned()
+}
+
+/// `shim.db` replaced by garbage while `--serve` holds it open, its WAL and
+/// SHM left beside it: no scrape reads the old WAL's pages as if the store
+/// were whole; each says `store_up 0`, and stderr says why once.
+#[test]
+fn a_store_replaced_by_garbage_is_down_from_the_first_scrape() {
+    let s = Sandbox::new();
+    let mut chat = Chat::new(Client::Wrapper);
+    say(&s, &mut chat, &tag("g", 1));
+    say(&s, &mut chat, &tag("g", 2));
+    let endpoint = Endpoint::serve(s.cli(&[]));
+    assert_eq!(store_up(&endpoint.addr), "1");
+    let db = s.shim_home.join("shim.db");
+    assert!(s.shim_home.join("shim.db-wal").exists());
+    let garbage = s.shim_home.join("garbage");
+    std::fs::write(&garbage, b"this is not a database, only text".repeat(200)).unwrap();
+    std::fs::set_permissions(&garbage, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::rename(&garbage, &db).unwrap();
+    for i in 0..3 {
+        assert_eq!(store_up(&endpoint.addr), "0", "scrape {i}");
+    }
+    let log = errors_log(&s);
+    assert!(
+        log.contains("metrics: opening the store") && log.contains("not a SQLite database"),
+        "{log}"
+    );
+}
