@@ -37,7 +37,8 @@ const MAX_CONNECTIONS: usize = 512;
 const RESERVED_FILES: usize = 64;
 /// A request's head: Prometheus sends a few hundred bytes (hyper's least).
 const MAX_BUF: usize = 16 << 10;
-/// From a request's first byte to the end of its head.
+/// For a request's head, from the connection or the previous answer on
+/// (hyper's timer: a silent connection ends then too).
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection on which nothing was read or written for this long ends:
 /// an idle client, or one that does not read its answer.
