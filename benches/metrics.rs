@@ -49,7 +49,7 @@ mod setup;
 
 use claude_shim::cache_miss::{part, CacheMiss, Prefix};
 use claude_shim::cli::metrics::exposition::{self, Format, Snapshot};
-use claude_shim::cli::metrics::serve::Source;
+use claude_shim::cli::metrics::source::Source;
 use claude_shim::events::Usage;
 use claude_shim::store::runs::{Engine, Kind, Run, Spent, UsageFrom};
 use claude_shim::store::Store;

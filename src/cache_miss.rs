@@ -136,6 +136,9 @@ pub struct Previous {
     /// When it ended (epoch seconds).
     pub ended_at: i64,
     pub prefix: Option<Prefix>,
+    /// The prefix it left in the cache, as recorded: what it read from the
+    /// cache and wrote to it (`None`: its usage is unknown).
+    pub cached: Option<u64>,
 }
 
 /// What a resumed turn knows when it is recorded.
@@ -170,9 +173,16 @@ pub fn differs(a: &str, b: &str) -> bool {
     !a.is_empty() && !b.is_empty() && a.as_bytes()[0] == b.as_bytes()[0] && a != b
 }
 
-/// Why the turn missed its cache; `None` where it read more than it wrote.
+/// Why the turn missed its cache; `None` where it read more than it wrote,
+/// or read all the previous turn left in the cache. A miss is a prefix
+/// written before and not read: what a turn writes past it (a long new
+/// message) is new, as on any turn.
 pub fn classify(f: &Facts<'_>) -> Option<CacheMiss> {
     if f.written <= f.read {
+        return None;
+    }
+    let cached = f.previous.and_then(|p| p.cached).unwrap_or(0);
+    if cached > 0 && f.read >= cached {
         return None;
     }
     if f.compacted {
@@ -240,6 +250,7 @@ mod tests {
         let prev = Previous {
             ended_at: 1_000,
             prefix: Some(prefix("om", "os", "v")),
+            cached: None,
         };
         let later = 1_000 + LIFETIME_SECS + 1;
         let same = prefix("om", "os", "v");
@@ -333,6 +344,82 @@ mod tests {
             }),
             Some(CacheMiss::Unknown)
         );
+    }
+
+    /// A miss is a prefix written before and not read: a turn that read all
+    /// the previous turn left in the cache and wrote a long new message
+    /// missed nothing, whatever else is said of it.
+    #[test]
+    fn what_a_turn_writes_past_its_cached_prefix_is_no_miss() {
+        let same = prefix("om", "os", "v");
+        let moved = prefix("oM", "os", "v");
+        let prev = |cached| Previous {
+            ended_at: 1_000,
+            prefix: Some(same.clone()),
+            cached,
+        };
+        // (previous turn's cached prefix, read, written, compacted, prefix, want)
+        let cases = [
+            // Read all of it, wrote a ~400 KB message: no miss.
+            (Some(48_000), 48_000, 100_000, false, &same, None),
+            (Some(48_000), 60_000, 100_000, false, &moved, None),
+            (Some(48_000), 48_000, 100_000, true, &same, None),
+            // Read less than was cached: a miss, named as before.
+            (
+                Some(48_000),
+                0,
+                100_000,
+                false,
+                &same,
+                Some(CacheMiss::Unknown),
+            ),
+            (
+                Some(48_000),
+                0,
+                100_000,
+                false,
+                &moved,
+                Some(CacheMiss::Model),
+            ),
+            (
+                Some(48_000),
+                47_999,
+                100_000,
+                true,
+                &same,
+                Some(CacheMiss::Compaction),
+            ),
+            // The previous turn's usage unknown, or nothing cached: the
+            // turn is judged by what it read and wrote alone.
+            (
+                None,
+                48_000,
+                100_000,
+                false,
+                &same,
+                Some(CacheMiss::Unknown),
+            ),
+            (
+                Some(0),
+                48_000,
+                100_000,
+                false,
+                &same,
+                Some(CacheMiss::Unknown),
+            ),
+            // Read more than it wrote: never a miss.
+            (Some(48_000), 200, 100, false, &same, None),
+        ];
+        for (i, (cached, read, written, compacted, p, want)) in cases.into_iter().enumerate() {
+            let prev = prev(cached);
+            let f = Facts {
+                read,
+                written,
+                compacted,
+                ..facts(&prev, p)
+            };
+            assert_eq!(classify(&f), want, "case {i}: {f:?}");
+        }
     }
 
     #[test]

@@ -123,7 +123,9 @@ fn cache_note(r: &LogRow) -> Option<String> {
             human::count(t.cache_read),
             m.sentence()
         ),
-        None if t.cache_write > t.cache_read || t.cache_read == 0 => return None,
+        // It read its cache, however much it wrote past it (a long new
+        // message is written on any turn).
+        None if t.cache_read == 0 => return None,
         None => format!(
             "read its prompt cache ({} tokens)",
             human::count(t.cache_read)
@@ -490,6 +492,16 @@ mod tests {
         );
         let json = serde_json::to_value(json_turn(&missed)).unwrap();
         assert_eq!(json["cache_miss"], "idle");
+        // Read all its cached prefix and wrote a long new message: it read.
+        let mut long = missed.clone();
+        long.tokens = Some(Tokens {
+            cache_read: 12_000,
+            cache_write: 100_000,
+            ..missed.tokens.unwrap()
+        });
+        long.cache_miss = None;
+        let t = text(std::slice::from_ref(&long), &view(None));
+        assert!(t.contains("read its prompt cache (12,000 tokens)"), "{t}");
         // A first turn says nothing of it, and its code is null.
         let fresh = row("2026-11-22 14:03", "fresh", Some("first"));
         assert!(!text(std::slice::from_ref(&fresh), &view(None)).contains("prompt cache"));

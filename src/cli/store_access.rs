@@ -38,11 +38,27 @@ pub fn existing_store() -> Result<Option<crate::store::Store>> {
             if !db.exists() {
                 return Ok(None);
             }
+            // SQLite would read the pages a WAL left beside it as if the
+            // file were whole: a file that is not a database is refused
+            // first.
+            if !sqlite_header(&db) {
+                return Err(anyhow::anyhow!("the file is not a SQLite database"))
+                    .context(UnreadableStore(db.display().to_string()));
+            }
             crate::store::Store::open_in(dir.path())
                 .map(Some)
                 .context(UnreadableStore(db.display().to_string()))
         }
     }
+}
+
+/// The file is empty (a database not yet written) or starts with SQLite's
+/// header; a file that cannot be read is left to SQLite to say so.
+fn sqlite_header(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(16);
+    let read = std::fs::File::open(path).and_then(|f| f.take(16).read_to_end(&mut head));
+    read.is_err() || head.is_empty() || head == b"SQLite format 3\0"
 }
 
 /// A `--cwd` as the runs and pins record it: canonical (the shim

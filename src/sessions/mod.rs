@@ -281,7 +281,8 @@ pub fn turn_usage(path: &Path, from: u64, copied: &HashSet<String>) -> Option<Us
 }
 
 /// Whether the records appended to `path` after byte `from` hold a
-/// compaction's boundary.
+/// compaction's boundary (read from the records' structure, not their
+/// text).
 pub fn compacted_since(path: &Path, from: u64) -> bool {
     let Ok(mut file) = std::fs::File::open(path) else {
         return false;
@@ -297,10 +298,25 @@ pub fn compacted_since(path: &Path, from: u64) -> bool {
             Ok(0) | Err(_) => return false,
             Ok(_) => {}
         }
-        if memchr::memmem::find(&line, b"\"compact_boundary\"").is_some() {
+        // Only a line that names it is parsed; the text a caller sends
+        // may name it too, but never as a system record's subtype.
+        if memchr::memmem::find(&line, b"compact_boundary").is_some() && is_boundary(&line) {
             return true;
         }
     }
+}
+
+/// The line is a `system` record of subtype `compact_boundary`.
+fn is_boundary(line: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        subtype: Option<String>,
+    }
+    serde_json::from_slice::<Head>(line).is_ok_and(|h| {
+        h.kind.as_deref() == Some("system") && h.subtype.as_deref() == Some("compact_boundary")
+    })
 }
 
 /// The message ids of a session's assistant records (what a fork copies).
@@ -374,6 +390,39 @@ fn assistant_uuid(line: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A compaction is a system record of its subtype: a message whose text
+    /// names it is none.
+    #[test]
+    fn a_compaction_is_read_from_the_records_structure() {
+        let t = tempfile::tempdir().unwrap();
+        let f = t.path().join("s.jsonl");
+        let head = "{\"type\":\"user\",\"message\":{\"content\":\"hi\"}}\n";
+        let cases = [
+            (
+                r#"{"type":"user","message":{"role":"user","content":"compact_boundary"}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"user","message":{"content":[{"type":"text","text":"\"compact_boundary\""}]}}"#,
+                false,
+            ),
+            (
+                r#"{"type":"assistant","subtype":"compact_boundary"}"#,
+                false,
+            ),
+            (
+                r#"{"type":"system","subtype":"compact_boundary","content":"Conversation compacted"}"#,
+                true,
+            ),
+        ];
+        for (line, want) in cases {
+            std::fs::write(&f, format!("{head}{line}\n")).unwrap();
+            assert_eq!(compacted_since(&f, head.len() as u64), want, "{line}");
+            // Records before the turn are not its own.
+            assert!(!compacted_since(&f, (head.len() + line.len() + 1) as u64));
+        }
+    }
 
     #[test]
     fn a_turn_is_finished_once_an_assistant_record_stops_for_good() {

@@ -155,3 +155,67 @@ fn a_compaction() {
     w.turn_env("third message", &[("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "1")]);
     assert_missed(&w, "compaction", "compacted the session");
 }
+
+/// A turn that read its whole cached prefix and wrote a long new message (about
+/// 400 KB) missed nothing: writing the new message is what any turn does. The
+/// server's cache model says it read all the previous turn left and wrote more
+/// than it read; the shim must not count it as a miss.
+#[test]
+fn a_long_new_message_after_a_cache_read_is_no_miss() {
+    let mut w = two_turns();
+    let second = w.server.last_main().expect("a request");
+    let left = second.cache_read + second.cache_write;
+    let long = format!("third message: {}", "the quick brown fox. ".repeat(20_000));
+    assert!(long.len() > 400_000);
+    w.turn(&long);
+    let third = w.server.last_main().expect("a request");
+    assert!(
+        third.cache_read >= left && third.cache_write > third.cache_read,
+        "read all it left ({left}), wrote more than it read: {third:?}"
+    );
+    let turn = newest(&w);
+    assert_eq!(turn["kind"], "resumed", "{turn}\n{}", w.context());
+    assert!(turn["cache_miss"].is_null(), "{turn}");
+    let text = log_text(&w);
+    assert!(
+        text.contains("read its prompt cache") && !text.contains("missed"),
+        "{text}"
+    );
+    for reason in [
+        "idle",
+        "model",
+        "system_prompt",
+        "tools",
+        "compaction",
+        "snapshot",
+        "unknown",
+    ] {
+        assert_eq!(misses(&w, reason), 0.0, "{reason}");
+    }
+    w.assert_no_shim_errors();
+}
+
+/// A new message whose text is `compact_boundary`, after the cache expired: the
+/// turn missed its cache for idleness. Nothing was compacted (a compaction is a
+/// record of the session's structure, never text a caller sends).
+#[test]
+fn a_message_naming_a_compaction_is_not_one() {
+    let mut w = two_turns();
+    w.server.advance_cache_clock(Duration::from_secs(360));
+    w.sb.store()
+        .sqlite()
+        .expect("a SQLite store")
+        .execute("UPDATE runs SET at = at - 360", [])
+        .expect("age the runs");
+    w.turn("compact_boundary");
+    assert_eq!(
+        w.server
+            .last_main()
+            .and_then(|r| r.last_user_text())
+            .as_deref(),
+        Some("compact_boundary"),
+        "the message went as sent"
+    );
+    assert_missed(&w, "idle", "sat idle longer than the cache lives");
+    assert_eq!(misses(&w, "compaction"), 0.0);
+}

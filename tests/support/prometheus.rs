@@ -203,6 +203,24 @@ impl Endpoint {
         }
         Endpoint { child, addr }
     }
+
+    /// Still running.
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().expect("wait").is_none()
+    }
+
+    /// A figure of its `/proc/PID/status` in bytes (`VmRSS`, `VmHWM`: the
+    /// peak).
+    pub fn memory(&self, field: &str) -> u64 {
+        let path = format!("/proc/{}/status", self.child.id());
+        let status = std::fs::read_to_string(&path).expect("read /proc/PID/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .unwrap_or_else(|| panic!("no {field} in {path}"))
+    }
 }
 
 impl Drop for Endpoint {

@@ -9,6 +9,7 @@
 pub mod exposition;
 pub mod serve;
 pub mod setting;
+pub mod source;
 
 use super::command::Run;
 use anyhow::Result;
@@ -37,7 +38,7 @@ impl Run for Metrics {
     fn run(&self, out: &mut dyn Write) -> Result<()> {
         match &self.serve {
             None => {
-                let mut source = serve::Source::default();
+                let mut source = source::Source::default();
                 let text = exposition::render(&source.snapshot(), self.format);
                 out.write_all(text.as_bytes())?;
                 Ok(())

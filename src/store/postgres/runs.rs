@@ -78,8 +78,8 @@ impl Pg {
         let (session, except) = (session.to_owned(), except.unwrap_or(0));
         let row = call!(self, "reading the session's previous run", |c| {
             c.q_opt(
-                "SELECT at, prefix FROM runs WHERE session = $1 AND id <> $2
-                 ORDER BY at DESC, id DESC LIMIT 1",
+                "SELECT at, prefix, cache_read_tokens + cache_write_tokens FROM runs
+                 WHERE session = $1 AND id <> $2 ORDER BY at DESC, id DESC LIMIT 1",
                 &[&session, &except],
             )
             .await
@@ -90,6 +90,9 @@ impl Pg {
                 .get::<_, Option<String>>(1)
                 .as_deref()
                 .and_then(Prefix::from_stored),
+            cached: r
+                .get::<_, Option<i64>>(2)
+                .and_then(|n| u64::try_from(n).ok()),
         }))
     }
 

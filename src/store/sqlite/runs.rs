@@ -122,8 +122,8 @@ impl Totals for Local {
 
     fn previous_run(&self, session: &str, except: Option<i64>) -> Result<Option<Previous>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT at, prefix FROM runs WHERE session = ?1 AND id IS NOT ?2
-             ORDER BY id DESC LIMIT 1",
+            "SELECT at, prefix, cache_read_tokens + cache_write_tokens FROM runs
+             WHERE session = ?1 AND id IS NOT ?2 ORDER BY id DESC LIMIT 1",
         )?;
         let row = stmt
             .query_row(params![session, except], |r| {
@@ -133,6 +133,9 @@ impl Totals for Local {
                         .get::<_, Option<String>>(1)?
                         .as_deref()
                         .and_then(Prefix::from_stored),
+                    cached: r
+                        .get::<_, Option<i64>>(2)?
+                        .and_then(|n| u64::try_from(n).ok()),
                 })
             })
             .optional()?;

@@ -10,6 +10,7 @@ mod init;
 mod install;
 mod log;
 mod metrics;
+mod metrics_clients;
 mod pins;
 mod pipe;
 mod stats;
