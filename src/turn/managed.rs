@@ -80,17 +80,16 @@ fn prepare(
     )?;
     let turn = TurnKey::of(&found, &u.conv);
     let send_preamble = env::preamble_keep() || found.preamble_changed;
-    let mut candidate = found.candidate.clone();
-    let mut interrupted = match env::on_retry_continue() {
-        true => interrupted(&place, &turn),
-        false => None,
-    };
-    let positional = matches!(prompt, Prompt::Positional { .. });
     let delta = attempt::delta(&u.conv, send_preamble);
-    if let Some(miss) = plan::runs_a_subcommand(ctx.managed.mode, positional, delta) {
-        candidate = Err(miss);
-        interrupted = None;
-    }
+    let (candidate, interrupted) = match subcommand_word(ctx, prompt, delta) {
+        Some(miss) => (Err(miss), None),
+        None => (
+            found.candidate.clone(),
+            env::on_retry_continue()
+                .then(|| interrupted(&place, &turn))
+                .flatten(),
+        ),
+    };
     crate::timeline::waited_for_store(waited.elapsed());
     // Before 2.1 each new process computed its start-up snapshot anew.
     let snapshot_moves = crate::probe::release(&caps.version).is_some_and(|v| v < (2, 1, 0));
@@ -180,6 +179,13 @@ fn prepare(
         turn,
         snapshot_moves,
     }))
+}
+
+/// A resumed turn's new message that would run a subcommand
+/// ([`plan::runs_a_subcommand`]): no pin may be used for it.
+fn subcommand_word(ctx: &Ctx<'_>, prompt: &Prompt, delta: &str) -> Option<plan::PinMiss> {
+    let positional = matches!(prompt, Prompt::Positional { .. });
+    plan::runs_a_subcommand(ctx.managed.mode, positional, delta)
 }
 
 /// What the turn's pin will say of the conversation, and whether its
