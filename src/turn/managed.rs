@@ -103,19 +103,7 @@ fn prepare(
         interrupted,
     };
     let mut plan = plan::plan(facts.clone());
-    // A new conversation's first turn takes a CLI started ready for it, if
-    // there is one (not a one-shot call, nor a transcript that may be
-    // refused as too long: those run cold).
-    if let Plan::Fresh { session, why } = &mut plan {
-        let adoptable = !matches!(
-            why,
-            Why::Compacted(_)
-                | Why::Missed(plan::PinMiss::NotRecognised(_) | plan::PinMiss::SubcommandWord(_))
-        );
-        if let Some(ready) = adoptable.then(&mut *adopt).flatten() {
-            *session = ready;
-        }
-    }
+    adopt_ready(&mut plan, adopt);
     debug!("plan: {plan:?}");
     let mut reason = Reason::of(&plan, found.busy);
     if matches!(plan, Plan::Resume { .. }) {
@@ -179,6 +167,22 @@ fn prepare(
         turn,
         snapshot_moves,
     }))
+}
+
+/// A new conversation's first turn takes a CLI started ready for it, if
+/// there is one (not a one-shot call, nor a transcript that may be refused
+/// as too long: those run cold).
+fn adopt_ready(plan: &mut Plan, adopt: &mut dyn FnMut() -> Option<String>) {
+    if let Plan::Fresh { session, why } = plan {
+        let adoptable = !matches!(
+            why,
+            Why::Compacted(_)
+                | Why::Missed(plan::PinMiss::NotRecognised(_) | plan::PinMiss::SubcommandWord(_))
+        );
+        if let Some(ready) = adoptable.then(adopt).flatten() {
+            *session = ready;
+        }
+    }
 }
 
 /// A resumed turn's new message that would run a subcommand

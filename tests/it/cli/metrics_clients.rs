@@ -198,8 +198,15 @@ fn out_of_descriptors_the_endpoint_still_answers() {
         })
         .collect();
     assert_eq!(held.len(), 60);
+    // Out of descriptors it sheds connections (the oldest idle first, and an
+    // accepted one it has no room for), so a scrape may be closed unanswered
+    // and is tried again, as Prometheus does at its next interval; it is
+    // answered within a few tries, every time.
     for _ in 0..3 {
-        scrape_within(&addr, Duration::from_secs(5));
+        let answered = (0..10).any(|_| {
+            std::panic::catch_unwind(|| scrape_within(&addr, Duration::from_secs(5))).is_ok()
+        });
+        assert!(answered, "no scrape answered in 10 tries");
     }
     assert!(child.try_wait().unwrap().is_none(), "--serve ended");
     drop(held);
