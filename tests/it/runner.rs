@@ -270,8 +270,10 @@ fn sigterm_during_shim_startup_is_not_lost() {
 }
 
 /// `producer | claude -p` where the producer stalls: the shim is reading the
-/// prompt from stdin and no child exists yet. Without the shim the CLI would
-/// die by SIGTERM/SIGINT/SIGHUP; through it the signal must not be swallowed.
+/// prompt from stdin and no child exists yet. Without the shim the CLI, still
+/// starting 0.1 s in (its handlers come at 0.3–0.45 s), would die by
+/// SIGTERM/SIGINT/SIGHUP; through it the signal must not be swallowed.
+/// (Later, the CLI's handlers exit 143, 0, 129: `tests/e2e/before_the_cli.rs`.)
 #[test]
 fn signal_while_shim_reads_the_prompt_from_stdin_is_not_lost() {
     let mut problems = Vec::new();
@@ -285,7 +287,7 @@ fn signal_while_shim_reads_the_prompt_from_stdin_is_not_lost() {
             .stderr(Stdio::null());
         let mut child = cmd.spawn().expect("spawn");
         let stdin = child.stdin.take().unwrap(); // held open, never written
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(100));
         kill(Pid::from_raw(child.id() as i32), sig).expect("kill");
         let ended = wait_timeout(&mut child, Duration::from_secs(3));
         drop(stdin);
