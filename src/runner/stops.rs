@@ -72,15 +72,14 @@ impl Watcher {
 /// The watcher's loop, in the forked child. Only raw system calls: the fork
 /// of a threaded process may have left any lock held.
 unsafe fn watch(shim: i32, stat: *const libc::c_char, from: i32) -> ! {
-    // Nothing of the shim's but the pipe: the caller's output must end when
-    // the shim's does, and our copy of the pipe's other end would hide its end.
-    let max = match libc::sysconf(libc::_SC_OPEN_MAX) {
-        n if n > 0 => n.min(1 << 16) as i32,
-        _ => 1024,
-    };
-    for fd in (0..max).filter(|&fd| fd != from) {
-        libc::close(fd);
+    // Nothing of the shim's but the pipe, moved to 0: the caller's output
+    // must end when the shim's does, and our copy of the pipe's other end
+    // would hide its end.
+    if from != 0 && libc::dup2(from, 0) != 0 {
+        libc::_exit(1);
     }
+    let from = 0;
+    close_from(1);
     let mut pids = [0i32; 32];
     let mut stopped = false;
     let mut pfd = libc::pollfd {
@@ -123,6 +122,32 @@ unsafe fn watch(shim: i32, stat: *const libc::c_char, from: i32) -> ! {
             }
             _ => {}
         }
+    }
+}
+
+/// Close every descriptor from `first` up: one `close_range` (Linux 5.9),
+/// else each up to the descriptor limit.
+unsafe fn close_from(first: i32) {
+    #[cfg(target_os = "linux")]
+    if libc::syscall(
+        libc::SYS_close_range,
+        first as libc::c_uint,
+        libc::c_uint::MAX,
+        0,
+    ) == 0
+    {
+        return;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let top = match libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) {
+        0 => lim.rlim_cur.min(1 << 20) as i32,
+        _ => 1 << 16,
+    };
+    for fd in first..top {
+        libc::close(fd);
     }
 }
 
